@@ -1,0 +1,89 @@
+/**
+ * The seams the engine is built around: what a suite provides (tools, invariants, tasks, goldens),
+ * what an adapter is, and what a grader is. The engine never imports a concrete tool or task type.
+ */
+import type { z } from 'zod'
+import type {
+  AgentTrace,
+  AgentTraceInput,
+  Grade,
+  InvariantResult,
+  InvocationPayload,
+  SuiteManifest,
+  Task,
+  ToolSpec,
+} from './contracts.js'
+
+/** A tool a suite ships. `run` is called only by the harness's tool proxy, never by an agent directly. */
+export interface ToolDefinition extends ToolSpec {
+  run(args: Record<string, unknown>, ctx: ToolRunContext): unknown | Promise<unknown>
+}
+
+export interface ToolRunContext {
+  attemptUid: string
+  taskId: string
+  /** fixture files resolved for this task, by the path written in the task file */
+  fixtures: Record<string, string>
+}
+
+/** A tier-1 invariant: a pure function of the trace (no I/O, order-independent). */
+export type InvariantFn = (trace: AgentTrace) => { passed: boolean; detail?: string }
+
+export interface LoadedSuite {
+  name: string
+  /** absolute path of the suite directory */
+  path: string
+  manifest: SuiteManifest
+  tasks: Task[]
+  tools: Map<string, ToolDefinition>
+  invariants: Map<string, InvariantFn>
+  /** golden traces by task id, for tasks that name one */
+  goldens: Map<string, AgentTrace>
+  /** fixture file contents by task id, then by the path written in the task file */
+  fixtures: Map<string, Record<string, string>>
+  /** a content hash of every file of the suite, so runs can tell when suite content differs */
+  contentHash: string
+}
+
+/** The only door an agent has to the tools: calls are checked, recorded and budgeted here. */
+export interface ToolBox {
+  specs: ToolSpec[]
+  call(name: string, args: unknown): Promise<{ ok: true; result: unknown } | { ok: false; error: string }>
+  /** true once a budget limit stopped the agent; every later call is refused */
+  readonly exhausted: boolean
+}
+
+export interface AdapterContext {
+  attemptUid: string
+  taskId: string
+  /** a deterministic seed derived from the attempt uid and the run seed */
+  seed: number
+  tools: ToolBox
+  signal: AbortSignal
+  config: Record<string, unknown>
+}
+
+/** What an adapter returns; the harness fills in tool calls, timing and budget fields itself. */
+export type AdapterOutput = Pick<AgentTraceInput, 'output' | 'self_report' | 'refused' | 'usage' | 'errors' | 'spans' | 'state_snapshots'>
+
+/** One surface through which an agent is invoked: `invoke(payload, ctx) → trace`. */
+export interface AgentAdapter {
+  name: string
+  invoke(payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput>
+}
+
+export interface GradeContext {
+  task: Task
+  /** fixture contents by path, for graders that read files */
+  fixtures: Record<string, string>
+}
+
+/** A tier-0 outcome grader, registered by name; `config` is validated by `configSchema` at load time. */
+export interface GraderDefinition<C = unknown> {
+  name: string
+  description: string
+  configSchema: z.ZodType<C>
+  grade(config: C, trace: AgentTrace, ctx: GradeContext): Omit<Grade, 'grader'>
+}
+
+export type { Grade, InvariantResult }

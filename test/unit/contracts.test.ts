@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest'
+import { Task, attemptUid } from '../../core/contracts.js'
+
+describe('Task', () => {
+  it('accepts graders as an alias of outcome_graders', () => {
+    const task = Task.parse({ id: 't1', instruction: 'do it', graders: [{ type: 'exact', expected: 'x' }] })
+    expect(task.outcome_graders).toEqual([{ type: 'exact', expected: 'x' }])
+    expect('graders' in task).toBe(false)
+  })
+  it('rejects a task with no graders', () => {
+    const r = Task.safeParse({ id: 't1', instruction: 'do it' })
+    expect(r.success).toBe(false)
+  })
+  it('builds the attempt uid from the business key', () => {
+    expect(attemptUid('r1', 'c0', 'echo', 3)).toBe('r1/c0/echo/3')
+  })
+})
