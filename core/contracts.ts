@@ -261,6 +261,13 @@ export const RunPlan = z.object({
   seed: z.string(),
   shard_size: z.number().int().positive().max(1000).default(1000),
   max_in_flight: z.number().int().positive().max(500).default(200),
+  /** how many shard children run at once */
+  max_shards_in_flight: z.number().int().positive().max(50).default(4),
+  /** start-to-close limit of one attempt activity (the largest task budget plus grace) */
+  attempt_timeout_ms: z.number().int().positive().default(10 * 60_000),
+  /** a worker that stops heartbeating this long is presumed dead; its attempt is retried elsewhere */
+  heartbeat_timeout_ms: z.number().int().positive().default(30_000),
+  price_table_version: z.string().default(''),
 })
 export type RunPlan = z.infer<typeof RunPlan>
 

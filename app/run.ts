@@ -1,0 +1,237 @@
+/**
+ * `forge run`: validate the suite, bring up what is not running, start worker processes, start
+ * RunWorkflow, follow progress over NATS, wait until ClickHouse holds every published attempt,
+ * and answer with the run's statistics computed from ClickHouse.
+ */
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
+import { createHash, randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { RunPlan, type Task } from '../core/contracts.js'
+import { connectBus, subjects, type ProgressEvent } from '../store/bus.js'
+import { countAttempts } from '../store/repositories.js'
+import type { ForgeConfig } from '../stack/config.js'
+import { ConfigError } from '../stack/errors.js'
+import { stackUp } from '../stack/local-stack.js'
+import { loadSuite } from '../workers/suite-loader.js'
+import { adapters } from '../workers/adapters/index.js'
+import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
+import { openReader } from './store-access.js'
+import { getRunStats, type RunStats } from './stats.js'
+import { startWorkerPool } from './worker-pool.js'
+
+export interface RunOptions {
+  suite: string
+  adapter: string
+  attempts: number
+  seed?: string
+  workers: number
+  /** attempts each worker process runs at once */
+  concurrency: number
+  taskIds?: string[]
+  runId?: string
+  adapterConfig?: Record<string, unknown>
+  maxInFlight?: number
+  heartbeatTimeoutMs?: number
+  /** how long to wait for ClickHouse to hold every published attempt */
+  ingestTimeoutMs?: number
+}
+
+export type RunEvent =
+  | { kind: 'stack'; message: string }
+  | { kind: 'workers'; pids: number[] }
+  | { kind: 'started'; run_id: string; tasks: number; attempts: number; total: number; workers: number; seed: string }
+  | { kind: 'task-done'; task_id: string; k: number; n: number; done_tasks: number; total_tasks: number }
+  | { kind: 'ingesting'; stored: number; expected: number }
+
+export interface RunReport extends RunStats {
+  run_id: string
+  seed: string
+  suite: string
+  adapter: string
+  expected_attempts: number
+  not_executed: number
+  wall_ms: number
+  attempts_per_second: number
+}
+
+export function newRunId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:T]/g, '').slice(0, 14)
+  return `r${stamp}-${randomBytes(3).toString('hex')}`
+}
+
+/** A configuration's identity: the same adapter and settings give the same id across runs. */
+export function configIdOf(adapter: string, adapterConfig: Record<string, unknown>): string {
+  const digest = createHash('sha256').update(JSON.stringify({ adapter, adapterConfig })).digest('hex')
+  return `${adapter}-${digest.slice(0, 8)}`
+}
+
+export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (event: RunEvent) => void = () => undefined): Promise<RunReport> {
+  validateRunOptions(opts)
+  const suite = await loadSuite(opts.suite)
+  const tasks = selectTasks(suite.tasks, opts.taskIds, suite.path)
+  const runId = opts.runId ?? newRunId()
+  const seed = opts.seed ?? randomBytes(4).toString('hex')
+  const adapterConfig = opts.adapterConfig ?? {}
+  const longestBudget = Math.max(...tasks.map((t) => t.budget.max_duration_ms))
+  const plan = RunPlan.parse({
+    run_id: runId,
+    config_id: configIdOf(opts.adapter, adapterConfig),
+    suite_path: suite.path,
+    suite: suite.name,
+    task_ids: tasks.map((t) => t.id),
+    attempts: opts.attempts,
+    adapter: opts.adapter,
+    adapter_config: adapterConfig,
+    seed,
+    ...(opts.maxInFlight ? { max_in_flight: opts.maxInFlight } : {}),
+    attempt_timeout_ms: longestBudget + 60_000,
+    ...(opts.heartbeatTimeoutMs ? { heartbeat_timeout_ms: opts.heartbeatTimeoutMs } : {}),
+  })
+  const total = tasks.length * opts.attempts
+
+  const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
+  const nc = await connectBus(endpoints.natsUrl, 'forge-run')
+  const pool = startWorkerPool({
+    count: opts.workers,
+    temporalAddress: endpoints.temporalAddress,
+    natsUrl: endpoints.natsUrl,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    concurrency: opts.concurrency,
+    logDir: join(config.home, 'logs'),
+    runId,
+  })
+  const connection = await Connection.connect({ address: endpoints.temporalAddress })
+  const started = Date.now()
+  try {
+    const progress = followProgress(nc, runId, tasks, opts.attempts, onEvent)
+    await pool.ready
+    onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
+    const client = new Client({ connection, namespace: config.temporal.namespace })
+    const handle = await client.workflow.start<typeof RunWorkflow>('RunWorkflow', {
+      taskQueue: config.temporal.taskQueue,
+      workflowId: `forge-run-${runId}`,
+      args: [{ plan }],
+    })
+    onEvent({ kind: 'started', run_id: runId, tasks: tasks.length, attempts: opts.attempts, total, workers: opts.workers, seed })
+    let result: RunWorkflowResult
+    try {
+      result = await handle.result()
+    } catch (error) {
+      if (error instanceof WorkflowFailedError) {
+        throw new RunFailedError(`run ${runId} failed: ${rootMessage(error)}`, { cause: error })
+      }
+      throw error
+    }
+    const published = Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
+    const wallMs = Date.now() - started
+    progress.stop()
+
+    const reader = await openReader(config)
+    try {
+      await waitForIngest(() => countAttempts(reader, runId), published, opts.ingestTimeoutMs ?? 120_000, onEvent)
+      const stats = await getRunStats(reader, runId)
+      return {
+        ...stats,
+        run_id: runId,
+        seed,
+        suite: suite.name,
+        adapter: opts.adapter,
+        expected_attempts: total,
+        not_executed: result.tally.not_executed,
+        wall_ms: wallMs,
+        attempts_per_second: total / Math.max(wallMs / 1000, 0.001),
+      }
+    } finally {
+      await reader.close()
+    }
+  } finally {
+    await pool.stop()
+    await connection.close()
+    await nc.drain().catch(() => undefined)
+  }
+}
+
+/** Thrown when the run workflow itself failed (a configuration error, or it was cancelled). */
+export class RunFailedError extends Error {
+  override name = 'RunFailedError'
+}
+
+function rootMessage(error: Error): string {
+  let current: unknown = error
+  while (current instanceof Error && current.cause instanceof Error) current = current.cause
+  return current instanceof Error ? current.message : String(current)
+}
+
+function validateRunOptions(opts: RunOptions): void {
+  const int = (name: string, value: number, min: number, max: number) => {
+    if (!Number.isInteger(value) || value < min || value > max) throw new ConfigError(`--${name} must be a whole number from ${min} to ${max}, got ${value}`)
+  }
+  int('attempts', opts.attempts, 1, 1_000_000)
+  int('workers', opts.workers, 1, 256)
+  int('concurrency', opts.concurrency, 1, 1000)
+  if (!adapters.has(opts.adapter)) {
+    throw new ConfigError(`unknown adapter "${opts.adapter}"; known adapters: ${[...adapters.keys()].join(', ')}`)
+  }
+  if (opts.runId !== undefined && !/^[A-Za-z0-9_-]{1,100}$/.test(opts.runId)) {
+    throw new ConfigError(`--run-id may contain only letters, digits, _ and - (got "${opts.runId}")`)
+  }
+}
+
+function selectTasks(all: Task[], wanted: string[] | undefined, suitePath: string): Task[] {
+  if (!wanted || wanted.length === 0) return all
+  const unknown = wanted.filter((id) => !all.some((t) => t.id === id))
+  if (unknown.length > 0) {
+    throw new ConfigError(`--task names tasks the suite at ${suitePath} does not have: ${unknown.join(', ')} (it has: ${all.map((t) => t.id).join(', ')})`)
+  }
+  return all.filter((t) => wanted.includes(t.id))
+}
+
+/** Counts finished attempts per task from live progress events; duplicates (retries) count once. */
+function followProgress(
+  nc: Awaited<ReturnType<typeof connectBus>>,
+  runId: string,
+  tasks: Task[],
+  attempts: number,
+  onEvent: (event: RunEvent) => void,
+): { stop(): void } {
+  const seen = new Map<string, Map<number, boolean>>()
+  let doneTasks = 0
+  const sub = nc.subscribe(subjects.progress(runId), {
+    callback: (error, msg) => {
+      if (error) return
+      const event = msg.json<ProgressEvent>()
+      const task = seen.get(event.task_id) ?? new Map<number, boolean>()
+      seen.set(event.task_id, task)
+      if (task.has(event.attempt)) return
+      task.set(event.attempt, event.outcome === 'pass')
+      if (task.size === attempts) {
+        doneTasks++
+        const k = [...task.values()].filter(Boolean).length
+        onEvent({ kind: 'task-done', task_id: event.task_id, k, n: attempts, done_tasks: doneTasks, total_tasks: tasks.length })
+      }
+    },
+  })
+  return { stop: () => sub.unsubscribe() }
+}
+
+async function waitForIngest(
+  count: () => Promise<number>,
+  expected: number,
+  timeoutMs: number,
+  onEvent: (event: RunEvent) => void,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  let stored = await count()
+  let lastReport = 0
+  while (stored < expected && Date.now() < deadline) {
+    if (Date.now() - lastReport > 2_000) {
+      onEvent({ kind: 'ingesting', stored, expected })
+      lastReport = Date.now()
+    }
+    await sleep(100)
+    stored = await count()
+  }
+  if (stored < expected) onEvent({ kind: 'ingesting', stored, expected })
+}

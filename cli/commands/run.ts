@@ -1,0 +1,91 @@
+import { Flags } from '@oclif/core'
+import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
+import { resolveConfig } from '../../stack/config.js'
+import { ConfigError } from '../../stack/errors.js'
+import { ForgeCommand } from '../base.js'
+import { printRunStats } from '../stats-view.js'
+
+export default class Run extends ForgeCommand {
+  static override summary = 'Run a suite: every task × attempt on the worker fleet, then print its statistics.'
+  static override description =
+    'With no FORGE_TEMPORAL_ADDRESS / FORGE_NATS_URL / FORGE_CLICKHOUSE_URL set, Forge starts (or reuses) a local ' +
+    'Temporal dev server, nats-server and ingester with state under .forge/, and stores results in embedded chDB.'
+  static override examples = [
+    '<%= config.bin %> run --suite smoke --adapter mock --attempts 5',
+    '<%= config.bin %> run --suite ./suites/toy_math --attempts 20 --workers 4 --seed 42',
+    '<%= config.bin %> run --suite smoke --task echo --task add --json',
+  ]
+  static override flags = {
+    suite: Flags.string({ char: 's', summary: 'Suite name (bundled), directory, or npm package.', default: 'smoke' }),
+    adapter: Flags.string({ char: 'a', summary: 'Agent adapter.', default: 'mock' }),
+    attempts: Flags.integer({ char: 'n', summary: 'Attempts per task.', default: 5 }),
+    seed: Flags.string({ summary: 'Run seed: the same seed reproduces the mock agent and fault decisions.' }),
+    workers: Flags.integer({ char: 'w', summary: 'Worker processes to start for this run.', default: 2 }),
+    concurrency: Flags.integer({ summary: 'Attempts each worker runs at once.', default: 50 }),
+    task: Flags.string({ char: 't', summary: 'Only this task (repeatable).', multiple: true }),
+    'run-id': Flags.string({ summary: 'Use this run id instead of a generated one.' }),
+    'adapter-config': Flags.string({ summary: 'Adapter settings as JSON, e.g. \'{"skill":0.5}\'.' }),
+    'max-in-flight': Flags.integer({ summary: 'Attempt activities pending at once per shard (≤ 500).' }),
+    'heartbeat-timeout': Flags.integer({ summary: 'Seconds without a heartbeat before an attempt is retried on another worker.' }),
+  }
+
+  async run(): Promise<RunReport> {
+    const { flags } = await this.parse(Run)
+    let adapterConfig: Record<string, unknown> | undefined
+    if (flags['adapter-config']) {
+      try {
+        adapterConfig = JSON.parse(flags['adapter-config']) as Record<string, unknown>
+      } catch (error) {
+        throw new ConfigError(`--adapter-config is not valid JSON: ${(error as Error).message}`)
+      }
+      if (typeof adapterConfig !== 'object' || adapterConfig === null || Array.isArray(adapterConfig)) {
+        throw new ConfigError('--adapter-config must be a JSON object')
+      }
+    }
+    const quiet = this.jsonEnabled()
+    const report = await runSuite(
+      resolveConfig(),
+      {
+        suite: flags.suite,
+        adapter: flags.adapter,
+        attempts: flags.attempts,
+        workers: flags.workers,
+        concurrency: flags.concurrency,
+        ...(flags.seed ? { seed: flags.seed } : {}),
+        ...(flags.task ? { taskIds: flags.task } : {}),
+        ...(flags['run-id'] ? { runId: flags['run-id'] } : {}),
+        ...(adapterConfig ? { adapterConfig } : {}),
+        ...(flags['max-in-flight'] ? { maxInFlight: flags['max-in-flight'] } : {}),
+        ...(flags['heartbeat-timeout'] ? { heartbeatTimeoutMs: flags['heartbeat-timeout'] * 1000 } : {}),
+      },
+      (event) => {
+        if (!quiet) this.log(describe(event))
+      },
+    )
+    if (!quiet) {
+      this.log('')
+      printRunStats((line) => this.log(line), report)
+      this.log(`\n${report.expected_attempts} attempts in ${(report.wall_ms / 1000).toFixed(1)}s (${report.attempts_per_second.toFixed(1)} attempts/s), seed ${report.seed}`)
+      if (report.not_executed > 0) this.warn(`${report.not_executed} attempts could not be executed after every retry (infrastructure errors); see .forge/logs/`)
+      if (report.attempts < report.expected_attempts - report.not_executed) {
+        this.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
+      }
+    }
+    return report
+  }
+}
+
+function describe(event: RunEvent): string {
+  switch (event.kind) {
+    case 'stack':
+      return `  ${event.message}`
+    case 'workers':
+      return `  ${event.pids.length} worker process(es) ready`
+    case 'started':
+      return `run ${event.run_id}: ${event.tasks} tasks × ${event.attempts} attempts = ${event.total} on ${event.workers} worker(s), seed ${event.seed}`
+    case 'task-done':
+      return `  [${event.done_tasks}/${event.total_tasks}] ${event.task_id}: ${event.k}/${event.n} passed`
+    case 'ingesting':
+      return `  waiting for the store: ${event.stored}/${event.expected} attempts stored`
+  }
+}

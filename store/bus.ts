@@ -1,0 +1,107 @@
+/**
+ * The one NATS module: subjects, the results stream, publishers, and the store query protocol.
+ * Results go through JetStream with `Nats-Msg-Id = attempt_uid` (dedup); live progress and store
+ * queries use core NATS.
+ */
+import { connect, type NatsConnection } from '@nats-io/transport-node'
+import { nanos } from '@nats-io/nats-core'
+import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream'
+import type { AttemptResult, RunRecord } from '../core/contracts.js'
+import { BusError } from './errors.js'
+
+export const RESULTS_STREAM = 'FORGE_RESULTS'
+export const INGESTER_CONSUMER = 'forge-ingester'
+export const subjects = {
+  attempt: 'forge.results.attempt',
+  run: 'forge.results.run',
+  progress: (runId: string) => `forge.progress.${runId}`,
+  storeQuery: 'forge.store.query',
+  ingesterPing: 'forge.ingester.ping',
+} as const
+
+export type { NatsConnection }
+
+export async function connectBus(url: string, name: string): Promise<NatsConnection> {
+  try {
+    return await connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 })
+  } catch (error) {
+    throw new BusError(`cannot connect to NATS at ${url}: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** Creates (or updates) the results stream and the ingester's durable pull consumer. Idempotent. */
+export async function ensureResultsStream(nc: NatsConnection, opts: { replicas?: number } = {}): Promise<void> {
+  const jsm = await jetstreamManager(nc)
+  const config = {
+    name: RESULTS_STREAM,
+    subjects: ['forge.results.>'],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    duplicate_window: nanos(10 * 60_000),
+    num_replicas: opts.replicas ?? 1,
+    max_age: nanos(7 * 24 * 3600_000),
+  }
+  try {
+    await jsm.streams.info(RESULTS_STREAM)
+    await jsm.streams.update(RESULTS_STREAM, { duplicate_window: config.duplicate_window, max_age: config.max_age })
+  } catch {
+    await jsm.streams.add(config)
+  }
+  const consumer = {
+    durable_name: INGESTER_CONSUMER,
+    ack_policy: AckPolicy.Explicit,
+    ack_wait: nanos(60_000),
+    max_ack_pending: 20_000,
+    max_deliver: -1,
+  }
+  try {
+    await jsm.consumers.info(RESULTS_STREAM, INGESTER_CONSUMER)
+  } catch {
+    await jsm.consumers.add(RESULTS_STREAM, consumer)
+  }
+}
+
+const encoder = new TextEncoder()
+
+export function encodeJson(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value))
+}
+
+/** Publishes one attempt's result; JetStream drops a second publish with the same attempt_uid. */
+export async function publishAttemptResult(js: JetStreamClient, result: AttemptResult): Promise<{ duplicate: boolean }> {
+  try {
+    const ack = await js.publish(subjects.attempt, encodeJson(result), { msgID: result.attempt_uid, timeout: 10_000 })
+    return { duplicate: ack.duplicate }
+  } catch (error) {
+    throw new BusError(`publishing attempt ${result.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+export async function publishRunRecord(js: JetStreamClient, run: RunRecord): Promise<void> {
+  try {
+    await js.publish(subjects.run, encodeJson(run), { msgID: `${run.run_id}@${run.status}`, timeout: 10_000 })
+  } catch (error) {
+    throw new BusError(`publishing run ${run.run_id} failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+export interface ProgressEvent {
+  attempt_uid: string
+  task_id: string
+  attempt: number
+  outcome: string
+  failure_bucket: string | null
+}
+
+export function publishProgress(nc: NatsConnection, runId: string, event: ProgressEvent): void {
+  nc.publish(subjects.progress(runId), encodeJson(event))
+}
+
+export { jetstream }
+
+/** Request and reply of the store query protocol served by the ingester (the embedded store's owner). */
+export interface StoreQueryRequest {
+  sql: string
+  params?: Record<string, unknown>
+}
+export type StoreQueryReply = { ok: true; rows: unknown[] } | { ok: false; error: string }

@@ -1,0 +1,168 @@
+/** Pure row↔domain converters for the ClickHouse tables. */
+import type { AttemptResult, RunRecord } from '../core/contracts.js'
+
+/** ClickHouse DateTime64(3) text for an epoch-millisecond instant (UTC). */
+export function toChDateTime(ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '')
+}
+
+/** Epoch milliseconds from ClickHouse DateTime64 text ('2026-11-30 02:40:21.123', UTC). */
+export function fromChDateTime(text: string): number {
+  return Date.parse(`${text.replace(' ', 'T')}Z`)
+}
+
+export interface AttemptRow {
+  attempt_uid: string
+  run_id: string
+  config_id: string
+  suite: string
+  task_id: string
+  attempt: number
+  adapter: string
+  outcome: string
+  validity: string
+  failure_bucket: string
+  budget_limit: string
+  grades: string
+  invariants: string
+  instruction: string
+  output: string
+  self_report: string
+  error: string
+  cost_usd: number | null
+  latency_ms: number
+  tool_call_count: number
+  input_tokens: number
+  output_tokens: number
+  model: string
+  decoding: string
+  price_table_version: string
+  seed: string
+  worker_id: string
+  started_at: string
+  finished_at: string
+  ingested_at: string
+}
+
+export interface ToolCallRow {
+  attempt_uid: string
+  run_id: string
+  task_id: string
+  call_index: number
+  name: string
+  args: string
+  result: string
+  error: string
+  refused: string
+  injected_fault: string
+  retry_index: number
+  started_ms: number
+  duration_ms: number
+  ingested_at: string
+}
+
+export interface RunRow {
+  run_id: string
+  suite: string
+  suite_path: string
+  adapter: string
+  config_id: string
+  attempts: number
+  task_count: number
+  seed: string
+  status: string
+  started_at: string
+  finished_at: string | null
+  updated_at: string
+  price_table_version: string
+}
+
+export function attemptToRow(a: AttemptResult, ingestedAt: number): AttemptRow {
+  return {
+    attempt_uid: a.attempt_uid,
+    run_id: a.run_id,
+    config_id: a.config_id,
+    suite: a.suite,
+    task_id: a.task_id,
+    attempt: a.attempt,
+    adapter: a.adapter,
+    outcome: a.outcome,
+    validity: a.validity,
+    failure_bucket: a.failure_bucket ?? '',
+    budget_limit: a.budget_limit ?? '',
+    grades: JSON.stringify(a.grades),
+    invariants: JSON.stringify(a.invariants),
+    instruction: a.instruction,
+    output: a.output,
+    self_report: a.self_report,
+    error: a.error,
+    cost_usd: a.cost_usd,
+    latency_ms: a.latency_ms,
+    tool_call_count: a.tool_call_count,
+    input_tokens: a.input_tokens,
+    output_tokens: a.output_tokens,
+    model: a.model,
+    decoding: JSON.stringify(a.decoding),
+    price_table_version: a.price_table_version,
+    seed: a.seed,
+    worker_id: a.worker_id,
+    started_at: toChDateTime(a.started_at),
+    finished_at: toChDateTime(a.finished_at),
+    ingested_at: toChDateTime(ingestedAt),
+  }
+}
+
+export function toolCallsToRows(a: AttemptResult, ingestedAt: number): ToolCallRow[] {
+  return a.tool_calls.map((c) => ({
+    attempt_uid: a.attempt_uid,
+    run_id: a.run_id,
+    task_id: a.task_id,
+    call_index: c.index,
+    name: c.name,
+    args: JSON.stringify(c.args ?? null),
+    result: c.result === undefined ? '' : JSON.stringify(c.result),
+    error: c.error ?? '',
+    refused: c.refused ?? '',
+    injected_fault: c.injected_fault ?? '',
+    retry_index: c.retry_index,
+    started_ms: c.started_ms,
+    duration_ms: c.duration_ms,
+    ingested_at: toChDateTime(ingestedAt),
+  }))
+}
+
+export function runToRow(r: RunRecord): RunRow {
+  return {
+    run_id: r.run_id,
+    suite: r.suite,
+    suite_path: r.suite_path,
+    adapter: r.adapter,
+    config_id: r.config_id,
+    attempts: r.attempts,
+    task_count: r.task_count,
+    seed: r.seed,
+    status: r.status,
+    started_at: toChDateTime(r.started_at),
+    finished_at: r.finished_at === null ? null : toChDateTime(r.finished_at),
+    updated_at: toChDateTime(r.updated_at),
+    price_table_version: r.price_table_version,
+  }
+}
+
+export function rowToRun(row: RunRow): RunRecord {
+  return {
+    run_id: row.run_id,
+    suite: row.suite,
+    suite_path: row.suite_path,
+    adapter: row.adapter,
+    config_id: row.config_id,
+    attempts: Number(row.attempts),
+    task_count: Number(row.task_count),
+    seed: row.seed,
+    status: row.status as RunRecord['status'],
+    started_at: fromChDateTime(row.started_at),
+    finished_at: row.finished_at === null ? null : fromChDateTime(row.finished_at),
+    updated_at: fromChDateTime(row.updated_at),
+    price_table_version: row.price_table_version,
+  }
+}

@@ -1,0 +1,14 @@
+/** Thrown when the ClickHouse store cannot be opened or answered with an error; carries the SQL's first line. */
+export class StoreError extends Error {
+  override name = 'StoreError'
+}
+
+/** Thrown when the embedded chDB directory is owned by another process and no owner answers over NATS. */
+export class StoreLockedError extends StoreError {
+  override name = 'StoreLockedError'
+}
+
+/** Thrown when a NATS server cannot be reached or a JetStream call fails. */
+export class BusError extends Error {
+  override name = 'BusError'
+}

@@ -1,0 +1,138 @@
+/**
+ * Numbered ClickHouse migrations. Tables are ReplacingMergeTree on the business key and are read
+ * with FINAL, so an attempt delivered twice is one row; chDB tables are non-replicated, so insert
+ * dedup needs `non_replicated_deduplication_window`.
+ */
+import type { ClickHouseClient } from '@clickhouse/client'
+
+export interface Migration {
+  version: number
+  name: string
+  up: string[]
+  down: string[]
+}
+
+const dedup = 'SETTINGS non_replicated_deduplication_window = 1000'
+
+export const migrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'runs',
+    up: [
+      `CREATE TABLE IF NOT EXISTS runs (
+        run_id String,
+        suite LowCardinality(String),
+        suite_path String,
+        adapter LowCardinality(String),
+        config_id String,
+        attempts UInt32,
+        task_count UInt32,
+        seed String,
+        status LowCardinality(String),
+        started_at DateTime64(3, 'UTC'),
+        finished_at Nullable(DateTime64(3, 'UTC')),
+        updated_at DateTime64(3, 'UTC'),
+        price_table_version String
+      ) ENGINE = ReplacingMergeTree(updated_at) ORDER BY run_id ${dedup}`,
+    ],
+    down: ['DROP TABLE IF EXISTS runs'],
+  },
+  {
+    version: 2,
+    name: 'attempts',
+    up: [
+      `CREATE TABLE IF NOT EXISTS attempts (
+        attempt_uid String,
+        run_id String,
+        config_id String,
+        suite LowCardinality(String),
+        task_id String,
+        attempt UInt32,
+        adapter LowCardinality(String),
+        outcome LowCardinality(String),
+        validity LowCardinality(String),
+        failure_bucket LowCardinality(String),
+        budget_limit LowCardinality(String),
+        grades String,
+        invariants String,
+        instruction String,
+        output String,
+        self_report String,
+        error String,
+        cost_usd Nullable(Float64),
+        latency_ms Float64,
+        tool_call_count UInt32,
+        input_tokens UInt64,
+        output_tokens UInt64,
+        model LowCardinality(String),
+        decoding String,
+        price_table_version String,
+        seed String,
+        worker_id String,
+        started_at DateTime64(3, 'UTC'),
+        finished_at DateTime64(3, 'UTC'),
+        ingested_at DateTime64(3, 'UTC')
+      ) ENGINE = ReplacingMergeTree(ingested_at) ORDER BY (run_id, config_id, task_id, attempt) ${dedup}`,
+    ],
+    down: ['DROP TABLE IF EXISTS attempts'],
+  },
+  {
+    version: 3,
+    name: 'tool_calls',
+    up: [
+      `CREATE TABLE IF NOT EXISTS tool_calls (
+        attempt_uid String,
+        run_id String,
+        task_id String,
+        call_index UInt32,
+        name LowCardinality(String),
+        args String,
+        result String,
+        error String,
+        refused LowCardinality(String),
+        injected_fault LowCardinality(String),
+        retry_index UInt32,
+        started_ms Float64,
+        duration_ms Float64,
+        ingested_at DateTime64(3, 'UTC')
+      ) ENGINE = ReplacingMergeTree(ingested_at) ORDER BY (run_id, attempt_uid, call_index) ${dedup}`,
+    ],
+    down: ['DROP TABLE IF EXISTS tool_calls'],
+  },
+]
+
+/** Applies every migration newer than the recorded version, in order; safe to call on every start. */
+export async function migrate(client: ClickHouseClient, target = Infinity): Promise<number[]> {
+  await client.command({
+    query: `CREATE TABLE IF NOT EXISTS schema_migrations (
+      version UInt32, name String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)
+    ) ENGINE = ReplacingMergeTree ORDER BY version`,
+  })
+  const rs = await client.query({ query: 'SELECT max(version) AS v FROM schema_migrations', format: 'JSONEachRow' })
+  const [row] = (await rs.json()) as { v: number | string }[]
+  const current = Number(row?.v ?? 0)
+  const applied: number[] = []
+  for (const m of migrations) {
+    if (m.version <= current || m.version > target) continue
+    for (const statement of m.up) await client.command({ query: statement })
+    await client.insert({ table: 'schema_migrations', values: [{ version: m.version, name: m.name }], format: 'JSONEachRow' })
+    applied.push(m.version)
+  }
+  return applied
+}
+
+/** Rolls back to `target` (0 = empty), newest first. */
+export async function rollback(client: ClickHouseClient, target: number): Promise<number[]> {
+  const rs = await client.query({ query: 'SELECT version FROM schema_migrations FINAL ORDER BY version DESC', format: 'JSONEachRow' })
+  const versions = ((await rs.json()) as { version: number }[]).map((r) => Number(r.version))
+  const undone: number[] = []
+  for (const version of versions) {
+    if (version <= target) break
+    const m = migrations.find((x) => x.version === version)
+    if (!m) continue
+    for (const statement of m.down) await client.command({ query: statement })
+    await client.command({ query: `DELETE FROM schema_migrations WHERE version = ${version}` })
+    undone.push(version)
+  }
+  return undone
+}

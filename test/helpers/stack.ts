@@ -1,0 +1,47 @@
+/** Test harness around a real embedded stack (Temporal dev server, nats-server, ingester + chDB) in a temp FORGE_HOME. */
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { resolveConfig, type ForgeConfig } from '../../stack/config.js'
+import { stackDown, stackUp, type Endpoints } from '../../stack/local-stack.js'
+import { packageRoot } from '../../stack/paths.js'
+
+export interface TestStack {
+  home: string
+  config: ForgeConfig
+  endpoints: Endpoints
+  /** environment for CLI child processes that should use this stack */
+  env: NodeJS.ProcessEnv
+  down(): Promise<void>
+}
+
+export async function startTestStack(name: string): Promise<TestStack> {
+  const home = mkdtempSync(join(tmpdir(), `forge-${name}-`))
+  const env = { ...process.env, FORGE_HOME: home, FORGE_LOG_LEVEL: 'warn' }
+  for (const key of ['FORGE_TEMPORAL_ADDRESS', 'FORGE_NATS_URL', 'FORGE_CLICKHOUSE_URL']) delete env[key]
+  const config = resolveConfig(env)
+  const endpoints = await stackUp(config)
+  return {
+    home,
+    config,
+    endpoints,
+    env,
+    async down() {
+      await stackDown(config)
+      rmSync(home, { recursive: true, force: true })
+    },
+  }
+}
+
+export interface CliResult {
+  status: number
+  stdout: string
+  stderr: string
+}
+
+/** Runs the real `forge` CLI (bin/run.js) as a user would. */
+export function forge(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 180_000): CliResult {
+  const r = spawnSync(process.execPath, [join(packageRoot(), 'bin', 'run.js'), ...args], { env, encoding: 'utf8', timeout: timeoutMs })
+  return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr }
+}

@@ -1,0 +1,95 @@
+/** The `forge` CLI as a user runs it: output, --json, exit codes, and reads while the stack runs or is down. */
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
+
+let stack: TestStack
+
+beforeAll(async () => {
+  stack = await startTestStack('cli')
+})
+afterAll(async () => {
+  await stack?.down()
+})
+
+describe('forge CLI', () => {
+  it('runs a suite and prints per-task progress, the table, the suite rate and the run id', () => {
+    const r = forge(['run', '--suite', 'smoke', '--attempts', '3', '--workers', '1', '--seed', '7'], stack.env)
+    expect(r.stderr).not.toMatch(/Error/)
+    expect(r.status).toBe(0)
+    expect(r.stdout).toMatch(/\[5\/5\] \w+: \d\/3 passed/)
+    expect(r.stdout).toMatch(/task\s+k\/n\s+success\s+wilson 95%/)
+    expect(r.stdout).toMatch(/suite success \(unweighted mean of 5 task rates\): \d+\.\d%/)
+    expect(r.stdout).toMatch(/run r\d{14}-[0-9a-f]{6}/)
+  })
+
+  it('answers runs list, stats and sql through the running ingester, with --json', () => {
+    const runs = forge(['runs', 'list', '--json'], stack.env)
+    expect(runs.status).toBe(0)
+    const list = JSON.parse(runs.stdout) as { run_id: string; stored_attempts: number; status: string }[]
+    expect(list.length).toBeGreaterThan(0)
+    expect(list[0]).toMatchObject({ stored_attempts: 15, status: 'completed' })
+
+    const stats = forge(['stats', '--run-id', list[0]!.run_id, '--json'], stack.env)
+    expect(stats.status).toBe(0)
+    const parsed = JSON.parse(stats.stdout) as { attempts: number; tasks: { n: number }[] }
+    expect({ attempts: parsed.attempts, tasks: parsed.tasks.map((t) => t.n) }).toEqual({ attempts: 15, tasks: [3, 3, 3, 3, 3] })
+
+    const sql = forge(['sql', `SELECT count() AS n FROM attempts FINAL WHERE run_id = '${list[0]!.run_id}'`], stack.env)
+    expect(sql.status).toBe(0)
+    expect(sql.stdout).toMatch(/^n\s*\n-+\s*\n15\s*\n\(1 row\)/m)
+  })
+
+  it('reports a SQL error clearly with a non-zero exit', () => {
+    const r = forge(['sql', 'SELECT nope FROM attempts'], stack.env)
+    expect(r.status).toBe(5)
+    expect(r.stderr).toMatch(/Error: .*nope/s)
+  })
+
+  it('validates every bundled suite, and names the file and field of a broken one', () => {
+    const ok = forge(['tasks', 'validate'], stack.env)
+    expect(ok.status).toBe(0)
+    expect(ok.stdout).toMatch(/ok\s+smoke: 5 tasks/)
+    expect(ok.stdout).toMatch(/ok\s+toy_math: 3 tasks/)
+
+    const dir = mkdtempSync(join(tmpdir(), 'forge-broken-'))
+    mkdirSync(join(dir, 'tasks'))
+    writeFileSync(join(dir, 'suite.yaml'), 'name: broken\n')
+    writeFileSync(join(dir, 'tasks', 'a.yaml'), 'id: a\ninstruction: hi\noutcome_graders:\n  - type: exact\n    expectd: 1\n')
+    const bad = forge(['tasks', 'validate', '--suite', dir], stack.env)
+    rmSync(dir, { recursive: true, force: true })
+    expect(bad.status).toBe(2)
+    expect(bad.stdout).toMatch(/FAIL\s+broken/)
+    expect(bad.stdout).toMatch(/a\.yaml: outcome_graders\[0\]/)
+  })
+
+  it('refuses a run with bad flags, naming the flag', () => {
+    const r = forge(['run', '--suite', 'smoke', '--adapter', 'nosuch'], stack.env)
+    expect(r.status).toBe(2)
+    expect(r.stderr).toMatch(/unknown adapter "nosuch"/)
+    const t = forge(['run', '--suite', 'smoke', '--task', 'nosuch'], stack.env)
+    expect(t.status).toBe(2)
+    expect(t.stderr).toMatch(/--task names tasks .* nosuch/)
+  })
+
+  it('says how to install a missing binary instead of a stack trace', () => {
+    const home = mkdtempSync(join(tmpdir(), 'forge-nobin-'))
+    const r = forge(['stack', 'up'], { ...stack.env, FORGE_HOME: home, FORGE_TEMPORAL_BIN: join(home, 'no-temporal') })
+    rmSync(home, { recursive: true, force: true })
+    expect(r.status).toBe(3)
+    expect(r.stderr).toMatch(/FORGE_TEMPORAL_BIN=.*no-temporal is not an executable file/)
+    expect(r.stderr).not.toMatch(/\n\s+at /)
+  })
+
+  it('reads the embedded store directly once the stack is down', async () => {
+    const before = forge(['runs', 'list', '--json'], stack.env)
+    await import('../../stack/local-stack.js').then((m) => m.stackDown(stack.config))
+    const after = forge(['runs', 'list', '--json'], stack.env)
+    expect(after.status).toBe(0)
+    expect(JSON.parse(after.stdout)).toEqual(JSON.parse(before.stdout))
+    const status = forge(['stack', 'status', '--json'], stack.env)
+    expect((JSON.parse(status.stdout) as { state: string }[]).map((s) => s.state)).toEqual(['stopped', 'stopped', 'stopped'])
+  })
+})

@@ -1,0 +1,124 @@
+/**
+ * End to end on the real embedded stack: Temporal dev server → workers → NATS JetStream →
+ * ingester → chDB, statistics read back from ClickHouse.
+ */
+import { fork } from 'node:child_process'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runSuite, type RunEvent } from '../../app/run.js'
+import { openReader } from '../../app/store-access.js'
+import { distEntry } from '../../stack/paths.js'
+import { startTestStack, type TestStack } from '../helpers/stack.js'
+
+let stack: TestStack
+
+beforeAll(async () => {
+  stack = await startTestStack('run')
+})
+afterAll(async () => {
+  await stack?.down()
+})
+
+async function sql<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
+  const reader = await openReader(stack.config)
+  try {
+    return await reader.query<T>(query, params)
+  } finally {
+    await reader.close()
+  }
+}
+
+describe('forge run on the embedded stack', () => {
+  it('runs smoke × 5 attempts into exactly 25 attempt rows with statistics from ClickHouse', async () => {
+    const events: RunEvent[] = []
+    const report = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: 5, workers: 2, concurrency: 20, seed: 's1' }, (e) => events.push(e))
+
+    const [row] = await sql<{ n: string; uids: string; raw: string }>(
+      'SELECT count() AS n, uniqExact(attempt_uid) AS uids, (SELECT count() FROM attempts WHERE run_id = {run:String}) AS raw FROM attempts FINAL WHERE run_id = {run:String}',
+      { run: report.run_id },
+    )
+    expect({ n: Number(row!.n), uids: Number(row!.uids) }).toEqual({ n: 25, uids: 25 })
+    expect(report.attempts).toBe(25)
+    expect(report.tasks).toHaveLength(5)
+    for (const t of report.tasks) {
+      expect(t.n).toBe(5)
+      expect(t.low).toBeLessThanOrEqual(t.rate!)
+      expect(t.high).toBeGreaterThanOrEqual(t.rate!)
+    }
+    const meanOfTasks = report.tasks.reduce((a, t) => a + t.rate!, 0) / report.tasks.length
+    expect(report.suite_rate).toBeCloseTo(meanOfTasks, 10)
+    expect(Object.values(report.outcomes).reduce((a, b) => a + b, 0)).toBe(25)
+    // one progress line per task
+    expect(events.filter((e) => e.kind === 'task-done').map((e) => (e as { task_id: string }).task_id).sort()).toEqual(
+      report.tasks.map((t) => t.task_id).sort(),
+    )
+    // the run row went through NATS too, and ended completed
+    expect(report.run?.status).toBe('completed')
+    const calls = await sql<{ n: string }>('SELECT count() AS n FROM tool_calls FINAL WHERE run_id = {run:String}', { run: report.run_id })
+    expect(Number(calls[0]!.n)).toBeGreaterThan(0)
+  })
+
+  it('gives identical outcomes for the same seed twice', async () => {
+    const opts = { suite: 'toy_math', adapter: 'mock', attempts: 8, workers: 1, concurrency: 10, seed: 'same-seed' }
+    const a = await runSuite(stack.config, opts)
+    const b = await runSuite(stack.config, opts)
+    const outcomes = (runId: string) =>
+      sql<{ task_id: string; attempt: number; outcome: string; failure_bucket: string; output: string }>(
+        'SELECT task_id, attempt, outcome, failure_bucket, output FROM attempts FINAL WHERE run_id = {run:String} ORDER BY task_id, attempt',
+        { run: runId },
+      )
+    const [rowsA, rowsB] = await Promise.all([outcomes(a.run_id), outcomes(b.run_id)])
+    expect(rowsA).toHaveLength(24)
+    expect(rowsB).toEqual(rowsA)
+    const c = await runSuite(stack.config, { ...opts, seed: 'other-seed' })
+    expect(await outcomes(c.run_id)).not.toEqual(rowsA)
+  })
+
+  it('survives a worker killed with SIGKILL mid-run: every attempt stored exactly once', async () => {
+    const attempts = 40
+    let killed = false
+    let replacement: ReturnType<typeof fork> | undefined
+    let pids: number[] = []
+    const report = await runSuite(
+      stack.config,
+      {
+        suite: 'smoke',
+        adapter: 'mock',
+        attempts,
+        workers: 2,
+        concurrency: 10,
+        seed: 'kill',
+        adapterConfig: { delay_ms: 150 },
+        heartbeatTimeoutMs: 2_000,
+      },
+      (event) => {
+        if (event.kind === 'workers') pids = event.pids
+        if (event.kind === 'task-done' && !killed) {
+          killed = true
+          process.kill(pids[0]!, 'SIGKILL')
+          replacement = fork(distEntry('workers/worker-process.js'), [], {
+            stdio: 'ignore',
+            env: {
+              ...stack.env,
+              FORGE_TEMPORAL_ADDRESS: stack.endpoints.temporalAddress,
+              FORGE_NATS_URL: stack.endpoints.natsUrl,
+              FORGE_WORKER_ID: 'replacement',
+              FORGE_EXIT_WITH_PARENT: '1',
+            },
+          })
+        }
+      },
+    )
+    replacement?.kill('SIGTERM')
+    expect(killed).toBe(true)
+    const [row] = await sql<{ n: string; uids: string }>(
+      'SELECT count() AS n, uniqExact(attempt_uid) AS uids FROM attempts FINAL WHERE run_id = {run:String}',
+      { run: report.run_id },
+    )
+    expect({ n: Number(row!.n), uids: Number(row!.uids), not_executed: report.not_executed }).toEqual({ n: 5 * attempts, uids: 5 * attempts, not_executed: 0 })
+    const perTask = await sql<{ task_id: string; n: string }>(
+      'SELECT task_id, count() AS n FROM attempts FINAL WHERE run_id = {run:String} GROUP BY task_id ORDER BY task_id',
+      { run: report.run_id },
+    )
+    expect(perTask.map((r) => Number(r.n))).toEqual([attempts, attempts, attempts, attempts, attempts])
+  })
+})

@@ -1,0 +1,108 @@
+/**
+ * Attempt activities, built from their clients (`createActivities(deps)`) so tests can hand in
+ * stubs. Agent failure is data (a published result), never an activity failure; only
+ * infrastructure errors throw (retried), and configuration errors throw non-retryable.
+ */
+import { Context } from '@temporalio/activity'
+import { ApplicationFailure } from '@temporalio/common'
+import type { JetStreamClient } from '@nats-io/jetstream'
+import type { NatsConnection } from '@nats-io/transport-node'
+import { publishAttemptResult, publishProgress, publishRunRecord } from '../store/bus.js'
+import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
+import { getAdapter } from './adapters/index.js'
+import { executeAttempt } from './attempt-runner.js'
+import { SuiteLoadError, UnknownAdapterError } from './errors.js'
+import type { Logger } from './logger.js'
+import { loadSuiteCached } from './suite-loader.js'
+
+export interface ActivityDeps {
+  nc: NatsConnection
+  js: JetStreamClient
+  workerId: string
+  logger: Logger
+  now?: () => number
+}
+
+export function createActivities(deps: ActivityDeps): RunActivities {
+  const now = deps.now ?? Date.now
+  return {
+    async runAttempt(input: AttemptInput): Promise<AttemptSummary> {
+      const stopHeartbeat = startHeartbeat()
+      try {
+        const suite = await loadSuiteCached(input.suite_path).catch((error: unknown) => {
+          throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
+        })
+        const task = suite.tasks.find((t) => t.id === input.task_id)
+        if (!task) {
+          throw ApplicationFailure.nonRetryable(`suite ${suite.name} (${suite.path}) has no task "${input.task_id}"`, 'UnknownTaskError')
+        }
+        let adapter
+        try {
+          adapter = getAdapter(input.adapter)
+        } catch (error) {
+          if (error instanceof UnknownAdapterError) throw ApplicationFailure.nonRetryable(error.message, 'UnknownAdapterError')
+          throw error
+        }
+        const result = await executeAttempt({
+          suite,
+          task,
+          adapter,
+          runId: input.run_id,
+          configId: input.config_id,
+          attempt: input.attempt,
+          runSeed: input.seed,
+          adapterConfig: input.adapter_config,
+          workerId: deps.workerId,
+          now,
+        })
+        await publishAttemptResult(deps.js, result)
+        publishProgress(deps.nc, input.run_id, {
+          attempt_uid: result.attempt_uid,
+          task_id: result.task_id,
+          attempt: result.attempt,
+          outcome: result.outcome,
+          failure_bucket: result.failure_bucket,
+        })
+        return { attempt_uid: result.attempt_uid, outcome: result.outcome, failure_bucket: result.failure_bucket }
+      } finally {
+        stopHeartbeat()
+      }
+    },
+
+    async recordRunStatus({ plan, status, started_at }: RunStatusInput): Promise<number> {
+      const at = now()
+      const startedAt = started_at ?? at
+      await publishRunRecord(deps.js, {
+        run_id: plan.run_id,
+        suite: plan.suite,
+        suite_path: plan.suite_path,
+        adapter: plan.adapter,
+        config_id: plan.config_id,
+        attempts: plan.attempts,
+        task_count: plan.task_ids.length,
+        seed: plan.seed,
+        status,
+        started_at: startedAt,
+        finished_at: status === 'running' ? null : at,
+        updated_at: at,
+        price_table_version: plan.price_table_version,
+      })
+      return startedAt
+    },
+  }
+}
+
+/** Heartbeats at a third of the heartbeat timeout while an attempt runs, so a dead worker is noticed. */
+function startHeartbeat(): () => void {
+  let ctx: Context
+  try {
+    ctx = Context.current()
+  } catch {
+    return () => undefined // called outside an activity (unit tests)
+  }
+  const timeout = ctx.info.heartbeatTimeoutMs
+  if (!timeout) return () => undefined
+  ctx.heartbeat()
+  const timer = setInterval(() => ctx.heartbeat(), Math.max(200, Math.floor(timeout / 3)))
+  return () => clearInterval(timer)
+}

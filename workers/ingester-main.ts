@@ -1,0 +1,37 @@
+/** Entry point of the ingester process (embedded stack child, or `forge ingester` in a fleet). */
+import { connectBus, ensureResultsStream } from '../store/bus.js'
+import { openClickHouse, type StoreLocation } from '../store/clickhouse.js'
+import { migrate } from '../store/migrations.js'
+import { startIngester } from './ingester.js'
+import { createLogger } from './logger.js'
+
+export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const logger = createLogger('ingester')
+  const natsUrl = env['FORGE_NATS_URL']
+  if (!natsUrl) throw new Error('FORGE_NATS_URL is not set: the ingester needs the NATS server holding the results stream')
+  const location: StoreLocation = env['FORGE_CLICKHOUSE_URL']
+    ? { kind: 'server', url: env['FORGE_CLICKHOUSE_URL'] }
+    : { kind: 'embedded', path: env['FORGE_STORE_PATH'] ?? '.forge/store' }
+  const store = await openClickHouse(location)
+  const applied = await migrate(store)
+  const nc = await connectBus(natsUrl, 'forge-ingester')
+  await ensureResultsStream(nc)
+  const ingester = await startIngester({ nc, store, logger, serveQueries: location.kind === 'embedded' })
+  logger.info({ pid: process.pid, store: location, migrations_applied: applied }, 'ingester ready')
+
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve)
+    process.once('SIGINT', resolve)
+  })
+  logger.info({ stats: ingester.stats }, 'ingester stopping')
+  await ingester.stop()
+  await nc.drain().catch(() => undefined)
+  await store.close()
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  runIngesterProcess().catch((error: unknown) => {
+    console.error(error)
+    process.exit(1)
+  })
+}

@@ -1,0 +1,8 @@
+import { destination, pino, type Logger } from 'pino'
+
+export type { Logger }
+
+/** One structured logger per process role; JSON lines on stderr, level from FORGE_LOG_LEVEL. */
+export function createLogger(role: string): Logger {
+  return pino({ name: `forge-${role}`, level: process.env['FORGE_LOG_LEVEL'] ?? 'info' }, destination(2))
+}

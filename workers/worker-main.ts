@@ -1,0 +1,73 @@
+/** Bootstraps one attempt worker process: a Temporal worker whose activities publish to NATS. */
+import { NativeConnection, Worker } from '@temporalio/worker'
+import { existsSync } from 'node:fs'
+import { hostname } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { connectBus, jetstream } from '../store/bus.js'
+import { createActivities } from './activities.js'
+import { createLogger } from './logger.js'
+
+export interface WorkerOptions {
+  temporalAddress: string
+  namespace: string
+  taskQueue: string
+  natsUrl: string
+  workerId?: string
+  /** attempts this process runs at once */
+  concurrency?: number
+  /** exit when the parent process (a `forge run`) goes away */
+  exitWithParent?: boolean
+  /** resolves when the worker should stop; defaults to SIGTERM/SIGINT */
+  shutdown?: Promise<void>
+}
+
+export async function runWorker(opts: WorkerOptions): Promise<void> {
+  const workerId = opts.workerId ?? `${hostname()}-${process.pid}`
+  const logger = createLogger('worker').child({ worker_id: workerId })
+  const nc = await connectBus(opts.natsUrl, `forge-worker-${workerId}`)
+  const connection = await NativeConnection.connect({ address: opts.temporalAddress })
+  const bundlePath = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
+  const worker = await Worker.create({
+    connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    identity: workerId,
+    ...(existsSync(bundlePath)
+      ? { workflowBundle: { codePath: bundlePath } }
+      : { workflowsPath: fileURLToPath(new URL('../workflows/index.js', import.meta.url)) }),
+    activities: createActivities({ nc, js: jetstream(nc), workerId, logger }),
+    maxConcurrentActivityTaskExecutions: opts.concurrency ?? 100,
+    maxConcurrentWorkflowTaskExecutions: 40,
+    shutdownGraceTime: '5s',
+  })
+
+  const stop = () => worker.shutdown()
+  const onSignal = () => {
+    logger.info('shutting down')
+    stop()
+  }
+  process.once('SIGTERM', onSignal)
+  process.once('SIGINT', onSignal)
+  void opts.shutdown?.then(stop)
+  let parentWatch: NodeJS.Timeout | undefined
+  if (opts.exitWithParent) {
+    const parent = process.ppid
+    parentWatch = setInterval(() => {
+      if (process.ppid !== parent) {
+        logger.warn({ parent }, 'parent process is gone; shutting down')
+        stop()
+      }
+    }, 500)
+  }
+  logger.info({ task_queue: opts.taskQueue, temporal: opts.temporalAddress, nats: opts.natsUrl }, 'worker ready')
+  if (process.send) process.send({ ready: true, workerId })
+  try {
+    await worker.run()
+  } finally {
+    if (parentWatch) clearInterval(parentWatch)
+    process.off('SIGTERM', onSignal)
+    process.off('SIGINT', onSignal)
+    await nc.drain().catch(() => undefined)
+    await connection.close()
+  }
+}

@@ -1,0 +1,25 @@
+/** Entry point of a worker child process; configured through FORGE_* variables. */
+import { runWorker } from './worker-main.js'
+
+const env = process.env
+const required = (name: string): string => {
+  const value = env[name]
+  if (!value) {
+    console.error(`${name} is not set`)
+    process.exit(2)
+  }
+  return value
+}
+
+runWorker({
+  temporalAddress: required('FORGE_TEMPORAL_ADDRESS'),
+  natsUrl: required('FORGE_NATS_URL'),
+  namespace: env['FORGE_TEMPORAL_NAMESPACE'] ?? 'default',
+  taskQueue: env['FORGE_TASK_QUEUE'] ?? 'forge-attempts',
+  ...(env['FORGE_WORKER_ID'] ? { workerId: env['FORGE_WORKER_ID'] } : {}),
+  concurrency: Number(env['FORGE_WORKER_CONCURRENCY'] ?? 100),
+  exitWithParent: env['FORGE_EXIT_WITH_PARENT'] === '1',
+}).catch((error: unknown) => {
+  console.error(error)
+  process.exit(1)
+})

@@ -1,0 +1,25 @@
+import type { ActivityOptions } from '@temporalio/workflow'
+import type { RunPlan } from '../core/contracts.js'
+
+/** Errors that no retry can fix: they fail the activity at once. */
+export const NON_RETRYABLE_ERROR_TYPES = ['SuiteLoadError', 'UnknownAdapterError', 'UnknownTaskError', 'ConfigError']
+
+/** Attempt activities: capped retries with backoff for infrastructure errors only; agent failures are data. */
+export function attemptActivityOptions(plan: RunPlan): ActivityOptions {
+  return {
+    startToCloseTimeout: plan.attempt_timeout_ms,
+    heartbeatTimeout: plan.heartbeat_timeout_ms,
+    retry: {
+      initialInterval: '1s',
+      backoffCoefficient: 2,
+      maximumInterval: '30s',
+      maximumAttempts: 5,
+      nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES,
+    },
+  }
+}
+
+export const bookkeepingActivityOptions: ActivityOptions = {
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 10 },
+}

@@ -1,0 +1,2 @@
+// the workflow bundle's entry point: only workflow functions are exported from here
+export { RunWorkflow, ShardWorkflow } from './run.js'

@@ -1,0 +1,141 @@
+/**
+ * RunWorkflow plans a run as task × attempt and fans it out to ShardWorkflow children
+ * (≤ shard_size attempts each) so no single history nears Temporal's limits. Workflows do no I/O
+ * and hold no big payloads: results travel through NATS; activities return small summaries.
+ */
+import {
+  ApplicationFailure,
+  CancellationScope,
+  continueAsNew,
+  executeChild,
+  isCancellation,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow'
+import type { RunPlan } from '../core/contracts.js'
+import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
+import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'
+
+export interface ShardInput {
+  plan: RunPlan
+  /** flattened attempt index range [start, end) over task_ids × attempts */
+  start: number
+  end: number
+}
+
+export interface RunTally {
+  /** attempts whose result was published, by outcome */
+  outcomes: Record<string, number>
+  /** attempts the infrastructure could not execute after every retry */
+  not_executed: number
+}
+
+export interface RunWorkflowInput {
+  plan: RunPlan
+  /** carried across continue-as-new */
+  next_shard?: number
+  tally?: RunTally
+  started_at?: number
+}
+
+export interface RunWorkflowResult {
+  run_id: string
+  total: number
+  tally: RunTally
+  status: 'completed' | 'cancelled'
+}
+
+const SHARDS_PER_EXECUTION = 400
+
+export function shardRanges(total: number, shardSize: number): { start: number; end: number }[] {
+  const ranges: { start: number; end: number }[] = []
+  for (let start = 0; start < total; start += shardSize) ranges.push({ start, end: Math.min(total, start + shardSize) })
+  return ranges
+}
+
+export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowResult> {
+  const { plan } = input
+  const book = proxyActivities<RunActivities>(bookkeepingActivityOptions)
+  const total = plan.task_ids.length * plan.attempts
+  const shards = shardRanges(total, plan.shard_size)
+  const tally: RunTally = input.tally ?? { outcomes: {}, not_executed: 0 }
+  let startedAt = input.started_at
+  if (startedAt === undefined) startedAt = await book.recordRunStatus({ plan, status: 'running' })
+
+  try {
+    let next = input.next_shard ?? 0
+    const stopAt = Math.min(shards.length, next + SHARDS_PER_EXECUTION)
+    const lane = async (): Promise<void> => {
+      while (next < stopAt) {
+        const index = next++
+        const range = shards[index]!
+        const shardTally = await executeChild(ShardWorkflow, {
+          workflowId: `${workflowInfo().workflowId}/shard-${index}`,
+          args: [{ plan, start: range.start, end: range.end }],
+        })
+        mergeTally(tally, shardTally)
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(plan.max_shards_in_flight, stopAt - next) }, lane))
+    if (stopAt < shards.length) {
+      return await continueAsNew<typeof RunWorkflow>({ plan, next_shard: stopAt, tally, started_at: startedAt })
+    }
+  } catch (error) {
+    if (isCancellation(error)) {
+      await CancellationScope.nonCancellable(() => book.recordRunStatus({ plan, status: 'cancelled', started_at: startedAt }))
+      throw error
+    }
+    await CancellationScope.nonCancellable(() => book.recordRunStatus({ plan, status: 'failed', started_at: startedAt }))
+    throw error
+  }
+  await book.recordRunStatus({ plan, status: 'completed', started_at: startedAt })
+  return { run_id: plan.run_id, total, tally, status: 'completed' }
+}
+
+/** Runs attempts [start, end) of a run with at most `max_in_flight` attempt activities pending. */
+export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
+  const { plan } = input
+  const { runAttempt } = proxyActivities<RunActivities>(attemptActivityOptions(plan))
+  const tally: RunTally = { outcomes: {}, not_executed: 0 }
+  let next = input.start
+  const lane = async (): Promise<void> => {
+    while (next < input.end) {
+      const index = next++
+      const taskId = plan.task_ids[Math.floor(index / plan.attempts)]!
+      const attempt = index % plan.attempts
+      let summary: AttemptSummary
+      try {
+        summary = await runAttempt({
+          run_id: plan.run_id,
+          config_id: plan.config_id,
+          suite: plan.suite,
+          suite_path: plan.suite_path,
+          adapter: plan.adapter,
+          adapter_config: plan.adapter_config,
+          seed: plan.seed,
+          task_id: taskId,
+          attempt,
+        })
+      } catch (error) {
+        if (isCancellation(error)) throw error
+        // configuration errors fail the run at once; exhausted infrastructure retries are counted
+        if (error instanceof Error && isNonRetryable(error)) throw error
+        tally.not_executed++
+        continue
+      }
+      tally.outcomes[summary.outcome] = (tally.outcomes[summary.outcome] ?? 0) + 1
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(plan.max_in_flight, input.end - input.start) }, lane))
+  return tally
+}
+
+function isNonRetryable(error: Error): boolean {
+  const cause = (error as { cause?: unknown }).cause
+  return cause instanceof ApplicationFailure && cause.nonRetryable === true
+}
+
+function mergeTally(into: RunTally, from: RunTally): void {
+  for (const [outcome, n] of Object.entries(from.outcomes)) into.outcomes[outcome] = (into.outcomes[outcome] ?? 0) + n
+  into.not_executed += from.not_executed
+}
