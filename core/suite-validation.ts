@@ -1,0 +1,238 @@
+/**
+ * Suite validation: turns the already-parsed files of a suite into tasks, or into a list of every
+ * problem found — YAML syntax, schema violations and dangling references (tools, invariants,
+ * graders, goldens, fixtures) — so an author fixes them all in one pass. Pure: the loader does the I/O.
+ */
+import type { z } from 'zod'
+import { SuiteManifest, Task } from './contracts.js'
+import { validateGraderSpec } from './graders/index.js'
+
+/** One thing wrong with a suite: the file (relative to the suite directory), the field, what is wrong. */
+export interface SuiteProblem {
+  file: string
+  /** the field inside the file, like `outcome_graders[0].expected`; '' for the whole file */
+  path: string
+  message: string
+}
+
+/** A YAML file after parsing: its data, or the syntax error that stopped the parser. */
+export type SuiteDocument = { file: string; data: unknown } | { file: string; yamlError: string }
+
+export interface SuiteInventory {
+  manifest: SuiteManifest
+  /** every task file, in the order tasks should appear */
+  taskDocuments: readonly SuiteDocument[]
+  /** names of the tools the suite's tools module defines */
+  toolNames: Iterable<string>
+  /** names of the invariants the suite's invariants module defines */
+  invariantNames: Iterable<string>
+  /** files present under the goldens directory, relative to it with `/` separators, like `echo.json` */
+  goldenFiles: Iterable<string>
+  /** paths present under the fixtures directory, relative to it, with `/` separators */
+  fixturePaths: Iterable<string>
+}
+
+export interface SuiteValidation {
+  /** the tasks that parsed; use them only when `problems` is empty */
+  tasks: Task[]
+  problems: SuiteProblem[]
+}
+
+type IssuePath = readonly PropertyKey[]
+
+/** `['outcome_graders', 0, 'expected']` → `outcome_graders[0].expected`. */
+export function formatIssuePath(path: IssuePath): string {
+  let out = ''
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`
+    else out += out === '' ? String(key) : `.${String(key)}`
+  }
+  return out
+}
+
+/** The file a task's `golden:` names, relative to the goldens directory (`.json` is implied). */
+export function goldenFileName(golden: string): string {
+  return /\.json$/i.test(golden) ? golden : `${golden}.json`
+}
+
+/** One problem per zod issue; an unknown key becomes one problem naming that key. */
+export function zodProblems(file: string, error: z.ZodError, prefix: IssuePath = []): SuiteProblem[] {
+  const problems: SuiteProblem[] = []
+  for (const issue of error.issues) {
+    const path = [...prefix, ...issue.path]
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        problems.push({ file, path: formatIssuePath([...path, key]), message: 'unknown field' })
+      }
+      continue
+    }
+    const missing = issue.code === 'invalid_type' && /received undefined$/.test(issue.message)
+    problems.push({ file, path: formatIssuePath(path), message: missing ? `required field missing (expected ${issue.expected})` : issue.message })
+  }
+  return problems
+}
+
+/** Parses `suite.yaml`; the loader cannot find anything else without it, so it is checked first. */
+export function parseManifest(
+  doc: SuiteDocument,
+): { ok: true; manifest: SuiteManifest } | { ok: false; problems: SuiteProblem[] } {
+  if ('yamlError' in doc) return { ok: false, problems: [{ file: doc.file, path: '', message: doc.yamlError }] }
+  const parsed = SuiteManifest.safeParse(doc.data ?? {})
+  if (!parsed.success) return { ok: false, problems: zodProblems(doc.file, parsed.error) }
+  return { ok: true, manifest: parsed.data }
+}
+
+/** Validates every task document against the schema and against what the suite provides. */
+export function validateSuite(inventory: SuiteInventory): SuiteValidation {
+  const toolNames = new Set(inventory.toolNames)
+  const invariantNames = new Set(inventory.invariantNames)
+  const goldenFiles = new Set(inventory.goldenFiles)
+  const fixturePaths = new Set(inventory.fixturePaths)
+  const { manifest } = inventory
+
+  const problems: SuiteProblem[] = []
+  const tasks: Task[] = []
+  const fileById = new Map<string, string>()
+
+  for (const doc of inventory.taskDocuments) {
+    if ('yamlError' in doc) {
+      problems.push({ file: doc.file, path: '', message: doc.yamlError })
+      continue
+    }
+    const { file, data } = doc
+    if (!isRecord(data)) {
+      problems.push({ file, path: '', message: `a task file must be a YAML mapping, got ${describe(data)}` })
+      continue
+    }
+
+    const parsed = Task.safeParse(data)
+    if (!parsed.success) problems.push(...zodProblems(file, parsed.error))
+
+    // cross-references are checked on the raw document too, so a schema error elsewhere in the
+    // file does not hide them
+    const id = data['id']
+    if (typeof id === 'string') {
+      const first = fileById.get(id)
+      if (first !== undefined) {
+        problems.push({ file, path: 'id', message: `duplicate task id "${id}": also defined in ${first}` })
+      } else {
+        fileById.set(id, file)
+      }
+    }
+
+    for (const field of ['tools', 'disallowed_tools'] as const) {
+      forEachString(data[field], (name, i) => {
+        if (!toolNames.has(name)) {
+          problems.push({ file, path: `${field}[${i}]`, message: `unknown tool "${name}" (${available('tools', toolNames)})` })
+        }
+      })
+    }
+    const allowed = new Set(stringsOf(data['tools']))
+    forEachString(data['disallowed_tools'], (name, i) => {
+      if (allowed.has(name)) {
+        problems.push({ file, path: `disallowed_tools[${i}]`, message: `tool "${name}" is both allowed and disallowed` })
+      }
+    })
+
+    forEachString(data['invariants'], (name, i) => {
+      if (!invariantNames.has(name)) {
+        problems.push({
+          file,
+          path: `invariants[${i}]`,
+          message: `unknown invariant "${name}" (${available('invariants', invariantNames)})`,
+        })
+      }
+    })
+
+    const graderField = 'outcome_graders' in data ? 'outcome_graders' : 'graders'
+    const specs = data[graderField]
+    if (Array.isArray(specs)) {
+      specs.forEach((spec: unknown, i) => {
+        if (!isRecord(spec) || typeof spec['type'] !== 'string') return // the schema reported it
+        const at = `${graderField}[${i}]`
+        // validateGraderSpec also reports an unknown type, with a did-you-mean hint
+        const checked = validateGraderSpec({ ...spec, type: spec['type'] })
+        if (!checked.ok) {
+          for (const p of checked.problems) {
+            const path = formatIssuePath(p.path)
+            problems.push({ file, path: path === '' ? at : path.startsWith('[') ? `${at}${path}` : `${at}.${path}`, message: p.message })
+          }
+        }
+      })
+    }
+
+    const golden = data['golden']
+    if (typeof golden === 'string' && golden.length > 0) {
+      const name = goldenFileName(golden)
+      if (!isInside(name)) {
+        problems.push({ file, path: 'golden', message: `golden "${golden}" must name a file inside ${manifest.goldens}/` })
+      } else if (!goldenFiles.has(normalizeRelative(name))) {
+        problems.push({ file, path: 'golden', message: `golden "${golden}" not found: expected ${manifest.goldens}/${name}` })
+      }
+    }
+
+    const fixtures = data['fixtures']
+    if (Array.isArray(fixtures)) {
+      fixtures.forEach((fixture: unknown, i) => {
+        if (!isRecord(fixture) || typeof fixture['path'] !== 'string' || fixture['path'] === '') return
+        const path = fixture['path']
+        if (!isInside(path)) {
+          problems.push({ file, path: `fixtures[${i}].path`, message: `fixture "${path}" must stay inside ${manifest.fixtures}/` })
+        } else if (!fixturePaths.has(normalizeRelative(path))) {
+          problems.push({ file, path: `fixtures[${i}].path`, message: `fixture "${path}" not found under ${manifest.fixtures}/` })
+        }
+      })
+    }
+
+    if (parsed.success) tasks.push(parsed.data)
+  }
+
+  return { tasks, problems }
+}
+
+/** `./a//b.json` → `a/b.json`; the key fixtures are stored and looked up by. */
+export function normalizeRelative(path: string): string {
+  const parts: string[] = []
+  for (const part of path.replace(/\\/g, '/').split('/')) {
+    if (part === '' || part === '.') continue
+    if (part === '..') parts.pop()
+    else parts.push(part)
+  }
+  return parts.join('/')
+}
+
+function isInside(path: string): boolean {
+  if (path.startsWith('/') || /^[A-Za-z]:/.test(path)) return false
+  let depth = 0
+  for (const part of path.replace(/\\/g, '/').split('/')) {
+    if (part === '..') depth -= 1
+    else if (part !== '' && part !== '.') depth += 1
+    if (depth < 0) return false
+  }
+  return depth > 0
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function stringsOf(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
+}
+
+function forEachString(value: unknown, fn: (s: string, index: number) => void): void {
+  if (!Array.isArray(value)) return
+  value.forEach((v: unknown, i) => {
+    if (typeof v === 'string') fn(v, i)
+  })
+}
+
+function available(kind: string, names: Set<string>): string {
+  return names.size === 0 ? `this suite defines no ${kind}` : `this suite has: ${[...names].sort().join(', ')}`
+}
+
+function describe(value: unknown): string {
+  if (value === null || value === undefined) return 'an empty document'
+  if (Array.isArray(value)) return 'a list'
+  return `a ${typeof value}`
+}

@@ -1,0 +1,36 @@
+/**
+ * Errors thrown by the worker side: suite loading and adapter lookup. Each is a configuration
+ * error (retrying cannot fix it), so activities should rethrow them as non-retryable.
+ */
+import type { SuiteProblem } from '../core/suite-validation.js'
+
+/** Thrown when a suite directory cannot be found or any of its files is invalid; lists every problem at once. */
+export class SuiteLoadError extends Error {
+  override name = 'SuiteLoadError'
+  readonly suitePath: string
+  readonly problems: SuiteProblem[]
+
+  constructor(suitePath: string, problems: SuiteProblem[], options?: { cause?: unknown }) {
+    super(formatSuiteLoadMessage(suitePath, problems), options)
+    this.suitePath = suitePath
+    this.problems = problems
+  }
+}
+
+/** Thrown when a run names an adapter that is not registered. */
+export class UnknownAdapterError extends Error {
+  override name = 'UnknownAdapterError'
+  readonly adapter: string
+  readonly known: string[]
+
+  constructor(adapter: string, known: string[]) {
+    super(`unknown adapter "${adapter}" (known adapters: ${known.join(', ')})`)
+    this.adapter = adapter
+    this.known = known
+  }
+}
+
+function formatSuiteLoadMessage(suitePath: string, problems: SuiteProblem[]): string {
+  const lines = problems.map((p) => `  ${p.file}: ${p.path ? `${p.path}: ` : ''}${p.message}`)
+  return `suite ${suitePath} has ${problems.length} problem(s):\n${lines.join('\n')}`
+}

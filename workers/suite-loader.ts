@@ -1,0 +1,355 @@
+/**
+ * Suite loading: finds a suite directory by name, path or npm package, reads its files, imports its
+ * tools and invariants modules and hands everything to the pure validator. Every problem found is
+ * reported at once in one SuiteLoadError; nothing is returned half-loaded.
+ */
+import { createHash } from 'node:crypto'
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { readFile, readdir, stat } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import YAML from 'yaml'
+import { AgentTrace, ToolSpec } from '../core/contracts.js'
+import type { InvariantFn, LoadedSuite, ToolDefinition } from '../core/plugins.js'
+import {
+  goldenFileName,
+  normalizeRelative,
+  parseManifest,
+  validateSuite,
+  zodProblems,
+  type SuiteDocument,
+  type SuiteProblem,
+} from '../core/suite-validation.js'
+import { SuiteLoadError } from './errors.js'
+
+const MANIFEST_FILE = 'suite.yaml'
+
+/**
+ * The root of the forge package: the nearest ancestor of this file holding package.json (and a
+ * `suites/` directory). Works from the TS sources (workers/) and from the build (dist/workers/).
+ */
+export function packageRoot(from: string = path.dirname(fileURLToPath(import.meta.url))): string {
+  let firstWithPackageJson: string | undefined
+  for (let dir = path.resolve(from); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'package.json'))) {
+      firstWithPackageJson ??= dir
+      if (isDirectory(path.join(dir, 'suites'))) return dir
+    }
+    if (path.dirname(dir) === dir) break
+  }
+  if (firstWithPackageJson === undefined) throw new Error(`no package.json above ${from}`)
+  return firstWithPackageJson
+}
+
+/** The directory of the suites that ship with forge. */
+export function builtinSuitesDir(): string {
+  return path.join(packageRoot(), 'suites')
+}
+
+const PACKAGE_NAME = /^(?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*$/i
+
+/**
+ * Resolves a suite reference to an absolute directory: a bare name of a built-in suite (`smoke`),
+ * a relative or absolute path, or an npm package resolvable from `cwd` whose package.json has
+ * `"forge": { "suite": "<dir>" }`. Throws SuiteLoadError when a name resolves nowhere.
+ */
+export function resolveSuitePath(ref: string, cwd: string = process.cwd()): string {
+  if (ref.trim() === '') {
+    throw new SuiteLoadError(ref, [{ file: '(suite reference)', path: '', message: 'the suite reference is empty' }])
+  }
+  const looksLikePath = path.isAbsolute(ref) || ref.startsWith('.') || ref.includes('\\') || !PACKAGE_NAME.test(ref)
+  const asPath = path.resolve(cwd, ref)
+  if (looksLikePath) return asPath
+
+  const tried: string[] = []
+  if (!ref.includes('/')) {
+    const builtin = path.join(builtinSuitesDir(), ref)
+    if (existsSync(path.join(builtin, MANIFEST_FILE))) return builtin
+    tried.push(`built-in suite ${builtin}`)
+  }
+  if (existsSync(path.join(asPath, MANIFEST_FILE))) return asPath
+  tried.push(`directory ${asPath}`)
+
+  const packageDir = findPackageDir(ref, cwd)
+  if (packageDir !== undefined) {
+    const manifestPath = path.join(packageDir, 'package.json')
+    let suiteDir: unknown
+    try {
+      const pkg: unknown = JSON.parse(readFileSync(manifestPath, 'utf8'))
+      suiteDir = isRecord(pkg) && isRecord(pkg['forge']) ? pkg['forge']['suite'] : undefined
+    } catch (error) {
+      throw new SuiteLoadError(packageDir, [{ file: 'package.json', path: '', message: `cannot read: ${errorMessage(error)}` }], { cause: error })
+    }
+    if (typeof suiteDir !== 'string' || suiteDir === '') {
+      throw new SuiteLoadError(packageDir, [
+        { file: 'package.json', path: 'forge.suite', message: `package "${ref}" does not declare a suite directory ("forge": { "suite": "<dir>" })` },
+      ])
+    }
+    return path.resolve(packageDir, suiteDir)
+  }
+  tried.push(`npm package "${ref}" from ${cwd}`)
+  throw new SuiteLoadError(ref, [{ file: '(suite reference)', path: '', message: `no suite "${ref}": tried ${tried.join('; ')}` }])
+}
+
+function findPackageDir(name: string, cwd: string): string | undefined {
+  try {
+    const require = createRequire(path.join(cwd, 'noop.js'))
+    return path.dirname(require.resolve(`${name}/package.json`))
+  } catch {
+    // packages with an `exports` map may hide package.json: look in node_modules ourselves
+  }
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'node_modules', name)
+    if (existsSync(path.join(candidate, 'package.json'))) return candidate
+    if (path.dirname(dir) === dir) return undefined
+  }
+}
+
+/** Loads and validates a suite; throws SuiteLoadError listing every problem found. */
+export async function loadSuite(ref: string, cwd: string = process.cwd()): Promise<LoadedSuite> {
+  const suitePath = resolveSuitePath(ref, cwd)
+  if (!isDirectory(suitePath)) {
+    throw new SuiteLoadError(suitePath, [{ file: suitePath, path: '', message: 'suite directory not found' }])
+  }
+  const manifestPath = path.join(suitePath, MANIFEST_FILE)
+  if (!existsSync(manifestPath)) {
+    throw new SuiteLoadError(suitePath, [{ file: MANIFEST_FILE, path: '', message: `missing: ${manifestPath} not found` }])
+  }
+  const manifestResult = parseManifest(parseYaml(MANIFEST_FILE, await readFile(manifestPath, 'utf8')))
+  if (!manifestResult.ok) throw new SuiteLoadError(suitePath, manifestResult.problems)
+  const { manifest } = manifestResult
+
+  const problems: SuiteProblem[] = []
+  const allFiles = await listFiles(suitePath)
+  const contentHash = await hashFiles(suitePath, allFiles)
+
+  const under = (dir: string): string[] => {
+    const prefix = `${normalizeRelative(dir)}/`
+    return allFiles.filter((f) => f.startsWith(prefix)).map((f) => f.slice(prefix.length))
+  }
+
+  const tasksDir = normalizeRelative(manifest.tasks)
+  if (!isDirectory(path.join(suitePath, tasksDir))) {
+    problems.push({ file: MANIFEST_FILE, path: 'tasks', message: `tasks directory "${manifest.tasks}" not found` })
+  }
+  const taskFiles = under(tasksDir).filter((f) => /\.ya?ml$/i.test(f))
+  if (taskFiles.length === 0 && isDirectory(path.join(suitePath, tasksDir))) {
+    problems.push({ file: MANIFEST_FILE, path: 'tasks', message: `no *.yaml task files under "${manifest.tasks}"` })
+  }
+  const taskDocuments: SuiteDocument[] = []
+  for (const relative of taskFiles) {
+    const file = `${tasksDir}/${relative}`
+    taskDocuments.push(parseYaml(file, await readFile(path.join(suitePath, file), 'utf8')))
+  }
+
+  const version = contentHash.slice(0, 16)
+  const tools = await importTools(suitePath, manifest.tools, version, problems)
+  const invariants = await importInvariants(suitePath, manifest.invariants, version, problems)
+
+  const goldensDir = normalizeRelative(manifest.goldens)
+  const fixturesDir = normalizeRelative(manifest.fixtures)
+  const validation = validateSuite({
+    manifest,
+    taskDocuments,
+    toolNames: tools.keys(),
+    invariantNames: invariants.keys(),
+    goldenFiles: under(goldensDir),
+    fixturePaths: under(fixturesDir),
+  })
+  problems.push(...validation.problems)
+
+  const goldens = new Map<string, AgentTrace>()
+  const fixtures = new Map<string, Record<string, string>>()
+  if (problems.length === 0) {
+    for (const task of validation.tasks) {
+      if (task.golden !== undefined) {
+        const file = `${goldensDir}/${normalizeRelative(goldenFileName(task.golden))}`
+        const trace = parseGolden(file, await readFile(path.join(suitePath, file), 'utf8'), problems)
+        if (trace !== undefined) goldens.set(task.id, trace)
+      }
+      const contents: Record<string, string> = {}
+      for (const fixture of task.fixtures) {
+        contents[fixture.path] = await readFile(path.join(suitePath, fixturesDir, normalizeRelative(fixture.path)), 'utf8')
+      }
+      fixtures.set(task.id, contents)
+    }
+  }
+  if (problems.length > 0) throw new SuiteLoadError(suitePath, problems)
+
+  return { name: manifest.name, path: suitePath, manifest, tasks: validation.tasks, tools, invariants, goldens, fixtures, contentHash }
+}
+
+const cache = new Map<string, Promise<LoadedSuite>>()
+
+/** loadSuite, memoized per absolute suite path for the life of the process (a failed load is not kept). */
+export function loadSuiteCached(ref: string, cwd: string = process.cwd()): Promise<LoadedSuite> {
+  const suitePath = resolveSuitePath(ref, cwd)
+  const cached = cache.get(suitePath)
+  if (cached !== undefined) return cached
+  const loading = loadSuite(suitePath, cwd)
+  cache.set(suitePath, loading)
+  loading.catch(() => cache.delete(suitePath))
+  return loading
+}
+
+/** Forgets every cached suite (tests, or a worker told that suite content changed). */
+export function clearSuiteCache(): void {
+  cache.clear()
+}
+
+/** Parses one YAML file, turning syntax errors into a message with line and column. */
+export function parseYaml(file: string, text: string): SuiteDocument {
+  const doc = YAML.parseDocument(text, { prettyErrors: true })
+  if (doc.errors.length > 0) {
+    const messages = doc.errors.map((e) => (e.message.split('\n')[0] ?? e.message).replace(/:\s*$/, ''))
+    return { file, yamlError: `YAML syntax error: ${messages.join('; ')}` }
+  }
+  return { file, data: doc.toJS() as unknown }
+}
+
+function parseGolden(file: string, text: string, problems: SuiteProblem[]): AgentTrace | undefined {
+  let data: unknown
+  try {
+    data = JSON.parse(text)
+  } catch (error) {
+    problems.push({ file, path: '', message: `invalid JSON: ${errorMessage(error)}` })
+    return undefined
+  }
+  const parsed = AgentTrace.safeParse(data)
+  if (!parsed.success) {
+    problems.push(...zodProblems(file, parsed.error))
+    return undefined
+  }
+  return parsed.data
+}
+
+async function importModule(
+  suitePath: string,
+  field: 'tools' | 'invariants',
+  file: string,
+  version: string,
+  problems: SuiteProblem[],
+): Promise<Record<string, unknown> | undefined> {
+  const absolute = path.resolve(suitePath, file)
+  if (!existsSync(absolute)) {
+    problems.push({ file: MANIFEST_FILE, path: field, message: `module "${file}" not found` })
+    return undefined
+  }
+  try {
+    // the query makes edited suite code load fresh in a long-lived worker
+    return (await import(`${pathToFileURL(absolute).href}?v=${version}`)) as Record<string, unknown>
+  } catch (error) {
+    problems.push({ file: normalizeRelative(file), path: '', message: `cannot import: ${errorMessage(error)}` })
+    return undefined
+  }
+}
+
+async function importTools(
+  suitePath: string,
+  file: string | undefined,
+  version: string,
+  problems: SuiteProblem[],
+): Promise<Map<string, ToolDefinition>> {
+  const tools = new Map<string, ToolDefinition>()
+  if (file === undefined) return tools
+  const mod = await importModule(suitePath, 'tools', file, version, problems)
+  if (mod === undefined) return tools
+  const where = normalizeRelative(file)
+  const exported = mod['tools'] ?? mod['default']
+  const list = Array.isArray(exported) ? exported : isRecord(exported) ? Object.values(exported) : undefined
+  if (list === undefined) {
+    problems.push({ file: where, path: '', message: 'must export `tools` (or a default export): an array of tool definitions' })
+    return tools
+  }
+  list.forEach((def: unknown, i) => {
+    const at = `tools[${i}]`
+    if (!isRecord(def)) {
+      problems.push({ file: where, path: at, message: 'a tool definition must be an object' })
+      return
+    }
+    const spec = ToolSpec.safeParse({ name: def['name'], description: def['description'], input_schema: def['input_schema'] })
+    if (!spec.success) {
+      problems.push(...zodProblems(where, spec.error, [`tools`, i]))
+      return
+    }
+    const run = def['run']
+    if (typeof run !== 'function') {
+      problems.push({ file: where, path: `${at}.run`, message: 'must be a function (args, ctx) => result' })
+      return
+    }
+    if (tools.has(spec.data.name)) {
+      problems.push({ file: where, path: `${at}.name`, message: `duplicate tool name "${spec.data.name}"` })
+      return
+    }
+    tools.set(spec.data.name, { ...spec.data, run: run.bind(def) as ToolDefinition['run'] })
+  })
+  return tools
+}
+
+async function importInvariants(
+  suitePath: string,
+  file: string | undefined,
+  version: string,
+  problems: SuiteProblem[],
+): Promise<Map<string, InvariantFn>> {
+  const invariants = new Map<string, InvariantFn>()
+  if (file === undefined) return invariants
+  const mod = await importModule(suitePath, 'invariants', file, version, problems)
+  if (mod === undefined) return invariants
+  const where = normalizeRelative(file)
+  const exported = mod['invariants'] ?? mod['default']
+  if (!isRecord(exported)) {
+    problems.push({ file: where, path: '', message: 'must export `invariants` (or a default export): a record of name → (trace) => { passed, detail? }' })
+    return invariants
+  }
+  for (const [name, fn] of Object.entries(exported)) {
+    if (typeof fn !== 'function') {
+      problems.push({ file: where, path: `invariants.${name}`, message: 'must be a function (trace) => { passed, detail? }' })
+      continue
+    }
+    invariants.set(name, fn as InvariantFn)
+  }
+  return invariants
+}
+
+/** Every file under `root` (hidden entries and node_modules skipped), relative with `/`, sorted. */
+async function listFiles(root: string): Promise<string[]> {
+  const out: string[] = []
+  const walk = async (dir: string, prefix: string): Promise<void> => {
+    const entries = await readdir(dir, { withFileTypes: true })
+    for (const entry of entries) {
+      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue
+      const relative = prefix === '' ? entry.name : `${prefix}/${entry.name}`
+      const absolute = path.join(dir, entry.name)
+      if (entry.isDirectory()) await walk(absolute, relative)
+      else if (entry.isFile() || (entry.isSymbolicLink() && (await stat(absolute)).isFile())) out.push(relative)
+    }
+  }
+  await walk(root, '')
+  return out.sort()
+}
+
+async function hashFiles(root: string, files: readonly string[]): Promise<string> {
+  const hash = createHash('sha256')
+  for (const file of files) {
+    hash.update(file).update('\0').update(await readFile(path.join(root, file))).update('\0')
+  }
+  return hash.digest('hex')
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
