@@ -178,6 +178,8 @@ async function startTemporal(config: ForgeConfig): Promise<ProcessEntry & { addr
     // the dev server's SQLite is embedded mode's throughput limit (the SDK's stress CI runs it this way)
     '--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF',
     '--log-level', 'warn',
+    // attempt activities are scheduled on the worker's own queue: hand them back with the workflow task
+    '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
   ]
   const pid = spawnDetached(bin, args, log)
   const address = `127.0.0.1:${port}`

@@ -20,7 +20,7 @@ export default class Run extends ForgeCommand {
     adapter: Flags.string({ char: 'a', summary: 'Agent adapter.', default: 'mock' }),
     attempts: Flags.integer({ char: 'n', summary: 'Attempts per task.', default: 5 }),
     seed: Flags.string({ summary: 'Run seed: the same seed reproduces the mock agent and fault decisions.' }),
-    workers: Flags.integer({ char: 'w', summary: 'Worker processes to start for this run.', default: 2 }),
+    workers: Flags.integer({ char: 'w', summary: 'Worker processes to start for this run (more help only with more cores).', default: 1 }),
     concurrency: Flags.integer({ summary: 'Attempts each worker runs at once.', default: 50 }),
     task: Flags.string({ char: 't', summary: 'Only this task (repeatable).', multiple: true }),
     'run-id': Flags.string({ summary: 'Use this run id instead of a generated one.' }),
