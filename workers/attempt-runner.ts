@@ -1,0 +1,311 @@
+/**
+ * Runs one attempt: builds the payload the agent may see, invokes the adapter behind the tool
+ * proxy under the attempt's deadline, captures the trace, grades it after the agent stopped and
+ * decides the verdict. Agent failures — a crash included — come back as data in the
+ * AttemptResult; only bugs of the harness itself throw.
+ */
+import {
+  AgentTrace,
+  AttemptResult,
+  InvocationPayload,
+  attemptUid,
+  type AgentTraceInput,
+  type BudgetLimit,
+  type Grade,
+  type InvariantResult,
+  type Span,
+  type Task,
+  type ToolCall,
+  type ToolSpec,
+} from '../core/contracts.js'
+import { gradeAll, outputText } from '../core/graders/index.js'
+import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
+import { seedFromString } from '../core/random.js'
+import { decideVerdict } from '../core/verdict.js'
+import { createToolBox } from './tool-proxy.js'
+
+export interface ExecuteAttemptOptions {
+  suite: LoadedSuite
+  task: Task
+  adapter: AgentAdapter
+  runId: string
+  configId: string
+  attempt: number
+  runSeed: string
+  adapterConfig: Record<string, unknown>
+  workerId: string
+  now?: () => number
+  /** how long to wait for an aborted adapter to hand back what it has (default 250 ms) */
+  graceMs?: number
+}
+
+export interface AttemptExecution {
+  result: AttemptResult
+  /** the full trace (untruncated, with spans), for span publishing and debugging */
+  trace: AgentTrace
+}
+
+/** Size limits that keep one published message small. */
+export const LIMITS = {
+  outputBytes: 16 * 1024,
+  errorBytes: 4 * 1024,
+  // args + result + error of one tool call stay under 4 KiB together
+  toolArgsBytes: 1536,
+  toolResultBytes: 1536,
+  toolErrorBytes: 768,
+} as const
+
+const DEFAULT_GRACE_MS = 250
+
+/** The only thing the agent receives: instruction, input, allowlisted tool specs, denylist, budget. */
+export function buildInvocationPayload(task: Task, suite: LoadedSuite): InvocationPayload {
+  const tools: ToolSpec[] = task.tools.map((name) => {
+    const tool = suite.tools.get(name)
+    if (tool === undefined) throw new Error(`task "${task.id}" allows tool "${name}", which suite "${suite.name}" does not define`)
+    return { name: tool.name, description: tool.description, input_schema: structuredClone(tool.input_schema) }
+  })
+  // cloned so an agent mutating its payload cannot reach the task
+  return InvocationPayload.parse({
+    instruction: task.instruction,
+    input: structuredClone(task.input),
+    tools,
+    disallowed_tools: [...task.disallowed_tools],
+    budget: { ...task.budget },
+  })
+}
+
+/** Runs one attempt and returns its result; see runAttempt for the trace as well. */
+export async function executeAttempt(opts: ExecuteAttemptOptions): Promise<AttemptResult> {
+  return (await runAttempt(opts)).result
+}
+
+type Invocation =
+  | { kind: 'returned'; output: AdapterOutput }
+  | { kind: 'threw'; error: unknown }
+  | { kind: 'timed_out'; output: AdapterOutput | undefined }
+
+/** Runs one attempt; returns the result to publish and the full trace it was graded on. */
+export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptExecution> {
+  const { suite, task, adapter } = opts
+  const now = opts.now ?? Date.now
+  const uid = attemptUid(opts.runId, opts.configId, task.id, opts.attempt)
+  const seed = seedFromString(`${opts.runSeed}:${uid}`)
+  const budget = task.budget
+  const startedAt = now()
+  const since = (t: number): number => Math.max(0, t - startedAt)
+
+  const payload = buildInvocationPayload(task, suite)
+  const tools = createToolBox({ task, suite, attemptUid: uid, budget, startedAt, now })
+  const controller = new AbortController()
+  const ctx: AdapterContext = { attemptUid: uid, taskId: task.id, seed, tools, signal: controller.signal, config: opts.adapterConfig }
+
+  const agentStarted = now()
+  const invocation = await invokeWithDeadline(
+    () => adapter.invoke(payload, ctx),
+    budget.max_duration_ms,
+    opts.graceMs ?? DEFAULT_GRACE_MS,
+    () => {
+      tools.exhaust('max_duration_ms')
+      controller.abort(new Error(`attempt deadline of ${budget.max_duration_ms} ms reached`))
+    },
+  )
+  const agentFinished = now()
+
+  let harnessError: string | undefined
+  if (invocation.kind === 'threw') harnessError = `adapter "${adapter.name}" threw: ${errorMessage(invocation.error)}`
+  const output = invocation.kind === 'threw' ? undefined : invocation.output
+
+  let budgetLimit: BudgetLimit | undefined = tools.exhaustedBy
+  const usage = output?.usage
+  const totalTokens = (usage?.input_tokens ?? 0) + (usage?.output_tokens ?? 0)
+  if (budgetLimit === undefined && budget.max_tokens !== undefined && totalTokens > budget.max_tokens) budgetLimit = 'max_tokens'
+
+  const spans: NonNullable<AgentTraceInput['spans']> = [
+    span('attempt', null, 'attempt', uid, 0, since(agentFinished), { task_id: task.id, adapter: adapter.name }),
+    span('agent', 'attempt', 'agent', adapter.name, since(agentStarted), agentFinished - agentStarted, { result: invocation.kind }),
+    ...tools.calls.map((call) =>
+      span(`tool-${call.index}`, 'agent', 'tool', call.name, call.started_ms, call.duration_ms, {
+        status: call.refused ?? (call.error !== undefined ? 'error' : 'ok'),
+      }),
+    ),
+    ...(output?.spans ?? []).map((s) => ({ ...s, parent_span_id: s.parent_span_id ?? 'agent' })),
+  ]
+  const traceInput: AgentTraceInput = {
+    output: output?.output,
+    tool_calls: tools.calls,
+    spans,
+    state_snapshots: output?.state_snapshots ?? [],
+    errors: output?.errors ?? [],
+    usage: { input_tokens: usage?.input_tokens ?? 0, output_tokens: usage?.output_tokens ?? 0 },
+    duration_ms: Math.max(0, agentFinished - agentStarted),
+    refused: output?.refused ?? false,
+  }
+  if (budgetLimit !== undefined) traceInput.budget_exhausted = budgetLimit
+  if (output?.self_report !== undefined) traceInput.self_report = output.self_report
+
+  let trace: AgentTrace
+  const parsedTrace = AgentTrace.safeParse(traceInput)
+  if (parsedTrace.success) {
+    trace = parsedTrace.data
+  } else {
+    // bad agent output is data about the adapter: keep what the harness itself captured
+    const problems = parsedTrace.error.issues.map((i) => `${i.path.map(String).join('.') || '(output)'}: ${i.message}`)
+    harnessError ??= `adapter "${adapter.name}" returned an invalid trace: ${problems.join('; ')}`
+    trace = AgentTrace.parse({
+      output: undefined,
+      tool_calls: tools.calls,
+      spans: spans.slice(0, 2 + tools.calls.length),
+      duration_ms: traceInput.duration_ms,
+      ...(budgetLimit !== undefined ? { budget_exhausted: budgetLimit } : {}),
+    })
+  }
+
+  // grading happens only now, after the agent stopped, on the captured trace
+  const gradingStarted = now()
+  let grades: Grade[] = []
+  let invariants: InvariantResult[] = []
+  if (harnessError === undefined) {
+    try {
+      grades = gradeAll(task.outcome_graders, trace, { task, fixtures: suite.fixtures.get(task.id) ?? {} })
+    } catch (error) {
+      harnessError = `grading failed: ${errorMessage(error)}`
+    }
+    invariants = task.invariants.map((name) => {
+      const invariant = suite.invariants.get(name)
+      if (invariant === undefined) {
+        harnessError ??= `invariant "${name}" is not defined by suite "${suite.name}"`
+        return { name, passed: false, detail: 'not defined' }
+      }
+      try {
+        const checked = invariant(trace)
+        return { name, passed: checked.passed === true, detail: typeof checked.detail === 'string' ? checked.detail : '' }
+      } catch (error) {
+        harnessError ??= `invariant "${name}" threw: ${errorMessage(error)}`
+        return { name, passed: false, detail: `threw: ${errorMessage(error)}` }
+      }
+    })
+  }
+  const finishedAt = now()
+  trace.spans.push(span('grading', 'attempt', 'grading', 'grade', since(gradingStarted), finishedAt - gradingStarted, {}))
+
+  const verdict = decideVerdict(harnessError === undefined ? { trace, grades, invariants } : { trace, grades, invariants, harnessError })
+  const model = typeof opts.adapterConfig['model'] === 'string' ? opts.adapterConfig['model'] : adapter.name
+  const decoding = opts.adapterConfig['decoding']
+
+  const result = AttemptResult.parse({
+    attempt_uid: uid,
+    run_id: opts.runId,
+    config_id: opts.configId,
+    suite: suite.name,
+    task_id: task.id,
+    attempt: opts.attempt,
+    adapter: adapter.name,
+    outcome: verdict.outcome,
+    validity: verdict.validity,
+    failure_bucket: verdict.failure_bucket,
+    budget_limit: budgetLimit ?? null,
+    grades,
+    invariants,
+    instruction: task.instruction,
+    output: truncateText(outputText(trace.output), LIMITS.outputBytes),
+    self_report: truncateText(trace.self_report ?? '', LIMITS.errorBytes),
+    error: truncateText(harnessError ?? trace.errors.map((e) => `${e.kind}: ${e.message}`).join('; '), LIMITS.errorBytes),
+    // no price table yet: unavailable, never zero
+    cost_usd: null,
+    latency_ms: Math.max(0, agentFinished - agentStarted),
+    tool_call_count: trace.tool_calls.length,
+    input_tokens: trace.usage.input_tokens,
+    output_tokens: trace.usage.output_tokens,
+    model,
+    decoding: typeof decoding === 'object' && decoding !== null && !Array.isArray(decoding) ? decoding : {},
+    price_table_version: '',
+    seed: String(seed),
+    worker_id: opts.workerId,
+    started_at: startedAt,
+    finished_at: finishedAt,
+    tool_calls: trace.tool_calls.map(compactToolCall),
+  })
+  return { result, trace }
+}
+
+/**
+ * Invokes the adapter; at the deadline calls `onDeadline` (abort + exhaust the tool box) and
+ * waits at most `graceMs` more for whatever the adapter hands back.
+ */
+async function invokeWithDeadline(
+  invoke: () => Promise<AdapterOutput>,
+  deadlineMs: number,
+  graceMs: number,
+  onDeadline: () => void,
+): Promise<Invocation> {
+  const settled: Promise<Invocation> = (async () => invoke())().then(
+    (output): Invocation => ({ kind: 'returned', output }),
+    (error: unknown): Invocation => ({ kind: 'threw', error }),
+  )
+  const first = await raceTimer(settled, deadlineMs)
+  if (first !== 'timer') return first
+  onDeadline()
+  const second = await raceTimer(settled, graceMs)
+  // whatever it throws once aborted is the abort itself, not a harness error
+  return { kind: 'timed_out', output: second !== 'timer' && second.kind === 'returned' ? second.output : undefined }
+}
+
+async function raceTimer<T>(promise: Promise<T>, ms: number): Promise<T | 'timer'> {
+  let timer: NodeJS.Timeout | undefined
+  const elapsed = new Promise<'timer'>((resolve) => {
+    timer = setTimeout(() => resolve('timer'), ms)
+  })
+  try {
+    return await Promise.race([promise, elapsed])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+function span(
+  spanId: string,
+  parent: string | null,
+  category: Span['category'],
+  name: string,
+  startMs: number,
+  durationMs: number,
+  attributes: Record<string, unknown>,
+): Span {
+  return { span_id: spanId, parent_span_id: parent, category, name, start_ms: Math.max(0, startMs), duration_ms: Math.max(0, durationMs), attributes }
+}
+
+/** A tool call as published: args, result and error cut so one call stays under 4 KiB. */
+export function compactToolCall(call: ToolCall): ToolCall {
+  const compact: ToolCall = { ...call, args: truncateValue(call.args, LIMITS.toolArgsBytes) }
+  if (call.result !== undefined) compact.result = truncateValue(call.result, LIMITS.toolResultBytes)
+  if (call.error !== undefined) compact.error = truncateText(call.error, LIMITS.toolErrorBytes)
+  return compact
+}
+
+/** `text` cut to at most `maxBytes` UTF-8 bytes, marked when cut. */
+export function truncateText(text: string, maxBytes: number): string {
+  const bytes = Buffer.byteLength(text, 'utf8')
+  if (bytes <= maxBytes) return text
+  const marker = `…[truncated ${bytes} bytes]`
+  const keep = Math.max(0, maxBytes - Buffer.byteLength(marker, 'utf8'))
+  // cutting mid-character leaves a replacement char at the end: drop it
+  const head = Buffer.from(text, 'utf8').subarray(0, keep).toString('utf8').replace(/\uFFFD+$/, '')
+  return `${head}${marker}`
+}
+
+/** A JSON value kept as it is when small, else replaced by its truncated JSON text. */
+export function truncateValue(value: unknown, maxBytes: number): unknown {
+  if (value === undefined) return undefined
+  let json: string | undefined
+  try {
+    json = JSON.stringify(value)
+  } catch {
+    json = undefined
+  }
+  if (json === undefined) return truncateText(String(value), maxBytes)
+  return Buffer.byteLength(json, 'utf8') <= maxBytes ? value : truncateText(json, maxBytes)
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

@@ -1,0 +1,118 @@
+/**
+ * The tool proxy: the only door between an agent and a suite's tools. Every call is checked
+ * (allowlist, denylist, argument schema), budgeted (tool calls, retries per tool) and recorded,
+ * refused ones included. Budgets are enforced here, never trusted to the agent.
+ */
+import type { Budget, BudgetLimit, Task, ToolCall, ToolSpec } from '../core/contracts.js'
+import type { LoadedSuite, ToolBox } from '../core/plugins.js'
+import { validateToolArgs } from '../core/tool-args.js'
+
+export interface ToolBoxOptions {
+  task: Task
+  suite: LoadedSuite
+  attemptUid: string
+  budget: Budget
+  /** epoch ms the attempt started at; call timings are relative to it */
+  startedAt: number
+  now?: () => number
+}
+
+export interface RecordingToolBox extends ToolBox {
+  /** every call in order, refused ones included */
+  readonly calls: ToolCall[]
+  /** the budget limit that stopped the agent, once one did */
+  readonly exhaustedBy: BudgetLimit | undefined
+  /** stops the box from outside (the attempt deadline): every later call is refused */
+  exhaust(limit: BudgetLimit): void
+}
+
+type CallOutcome = { ok: true; result: unknown } | { ok: false; error: string }
+type Refusal = NonNullable<ToolCall['refused']>
+
+/** Builds the tool box of one attempt from the task's allowlist and the suite's tool definitions. */
+export function createToolBox(opts: ToolBoxOptions): RecordingToolBox {
+  const { task, suite, attemptUid, budget, startedAt } = opts
+  const now = opts.now ?? Date.now
+  const allowed = new Set(task.tools)
+  const disallowed = new Set(task.disallowed_tools)
+  const fixtures = suite.fixtures.get(task.id) ?? {}
+  const specs: ToolSpec[] = task.tools.flatMap((name) => {
+    const tool = suite.tools.get(name)
+    return tool === undefined ? [] : [{ name: tool.name, description: tool.description, input_schema: tool.input_schema }]
+  })
+
+  const calls: ToolCall[] = []
+  let exhaustedBy: BudgetLimit | undefined
+  // calls that got past the exhaustion check: what max_tool_calls counts
+  let counted = 0
+
+  const record = (call: ToolCall, outcome: CallOutcome): CallOutcome => {
+    calls.push(call)
+    return outcome
+  }
+
+  const call = async (name: string, args: unknown): Promise<CallOutcome> => {
+    const started = now()
+    const base = { index: calls.length, name, args, started_ms: Math.max(0, started - startedAt) }
+    const refuse = (refused: Refusal, error: string, retryIndex: number): CallOutcome =>
+      record({ ...base, error, refused, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) }, { ok: false, error })
+
+    // a call to the same tool right after a failed call of it is a retry
+    const previous = calls[calls.length - 1]
+    const retryIndex =
+      previous !== undefined && previous.name === name && (previous.error !== undefined || previous.refused !== undefined)
+        ? previous.retry_index + 1
+        : 0
+
+    if (exhaustedBy !== undefined) return refuse('budget_exhausted', `budget exhausted (${exhaustedBy}): no more tool calls`, retryIndex)
+    if (counted >= budget.max_tool_calls) {
+      exhaustedBy = 'max_tool_calls'
+      return refuse('budget_exhausted', `budget exhausted: at most ${budget.max_tool_calls} tool calls`, retryIndex)
+    }
+    if (retryIndex > budget.max_retries_per_tool) {
+      exhaustedBy = 'max_retries_per_tool'
+      return refuse('budget_exhausted', `budget exhausted: at most ${budget.max_retries_per_tool} retries of "${name}"`, retryIndex)
+    }
+    counted += 1
+
+    const tool = allowed.has(name) ? suite.tools.get(name) : undefined
+    if (tool === undefined) {
+      if (disallowed.has(name)) return refuse('disallowed_tool', `tool "${name}" is not allowed for this task`, retryIndex)
+      return refuse('hallucinated_tool', `no tool named "${name}" (available: ${task.tools.join(', ') || 'none'})`, retryIndex)
+    }
+    const problems =
+      typeof args === 'object' && args !== null && !Array.isArray(args)
+        ? validateToolArgs(tool.input_schema, args)
+        : [`args: expected an object of named arguments, got ${Array.isArray(args) ? 'array' : args === null ? 'null' : typeof args}`]
+    if (problems.length > 0) return refuse('malformed_tool_call', `invalid arguments for "${name}": ${problems.join('; ')}`, retryIndex)
+
+    try {
+      const result = await tool.run(args as Record<string, unknown>, { attemptUid, taskId: task.id, fixtures })
+      return record(
+        { ...base, result, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) },
+        { ok: true, result },
+      )
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error)
+      return record(
+        { ...base, error: message, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) },
+        { ok: false, error: message },
+      )
+    }
+  }
+
+  return {
+    specs,
+    calls,
+    call,
+    get exhausted() {
+      return exhaustedBy !== undefined
+    },
+    get exhaustedBy() {
+      return exhaustedBy
+    },
+    exhaust(limit: BudgetLimit) {
+      exhaustedBy ??= limit
+    },
+  }
+}
