@@ -1,0 +1,114 @@
+/**
+ * The tier-0 outcome graders, registered by name. A task's `outcome_graders` entries name one by
+ * `type`; the rest of the entry is that grader's config, checked by its strict zod schema.
+ */
+import { z } from 'zod'
+import type { AgentTrace, Grade, GraderSpec } from '../contracts.js'
+import type { GradeContext, GraderDefinition } from '../plugins.js'
+import { containsGrader } from './contains.js'
+import { GraderConfigError } from './errors.js'
+import { exactGrader } from './exact.js'
+import { numericGrader } from './numeric.js'
+import { regexGrader } from './regex.js'
+import { toolSequenceGrader } from './tool-sequence.js'
+
+export { GraderConfigError } from './errors.js'
+export { extractNumber, outputText, selectOutput } from './output.js'
+export { successfulToolNames } from './tool-sequence.js'
+
+const all: GraderDefinition<any>[] = [exactGrader, containsGrader, regexGrader, numericGrader, toolSequenceGrader]
+
+/** Every registered grader by its `type` name. */
+export const graders: ReadonlyMap<string, GraderDefinition<any>> = new Map(all.map((grader) => [grader.name, grader]))
+
+export interface GraderSpecProblem {
+  path: (string | number)[]
+  message: string
+}
+
+export type GraderSpecValidation = { ok: true } | { ok: false; problems: GraderSpecProblem[] }
+
+/** Edit distance, for "did you mean" hints on misspelt keys and types. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j += 1) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
+      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution))
+    }
+    previous = current
+  }
+  return previous[b.length] ?? 0
+}
+
+function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: { candidate: string; distance: number } | undefined
+  for (const candidate of candidates) {
+    const distance = editDistance(word.toLowerCase(), candidate.toLowerCase())
+    if (distance <= Math.max(2, Math.floor(candidate.length / 3)) && (best === undefined || distance < best.distance)) {
+      best = { candidate, distance }
+    }
+  }
+  return best?.candidate
+}
+
+function knownKeys(schema: z.ZodType): string[] {
+  return schema instanceof z.ZodObject ? ['type', ...Object.keys(schema.shape)] : ['type']
+}
+
+function toPath(path: readonly PropertyKey[]): (string | number)[] {
+  return path.map((segment) => (typeof segment === 'number' ? segment : String(segment)))
+}
+
+function parseConfig(spec: GraderSpec): { ok: true; grader: GraderDefinition<any>; config: unknown } | { ok: false; problems: GraderSpecProblem[] } {
+  const { type, ...config } = spec
+  const grader = graders.get(type)
+  if (grader === undefined) {
+    const known = [...graders.keys()].sort()
+    const hint = closest(type, known)
+    return {
+      ok: false,
+      problems: [
+        { path: ['type'], message: `unknown grader type "${type}"${hint ? ` (did you mean "${hint}"?)` : ''}; known types: ${known.join(', ')}` },
+      ],
+    }
+  }
+  const parsed = grader.configSchema.safeParse(config)
+  if (parsed.success) return { ok: true, grader, config: parsed.data }
+  const keys = knownKeys(grader.configSchema)
+  const problems = parsed.error.issues.flatMap((issue): GraderSpecProblem[] => {
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => {
+        const hint = closest(key, keys)
+        return {
+          path: [...toPath(issue.path), key],
+          message: `unknown key "${key}" for the ${type} grader${hint ? ` (did you mean "${hint}"?)` : ''}; known keys: ${keys.join(', ')}`,
+        }
+      })
+    }
+    return [{ path: toPath(issue.path), message: issue.message }]
+  })
+  return { ok: false, problems }
+}
+
+/** Checks a grader spec from a task file: a known `type` and a config its grader accepts. */
+export function validateGraderSpec(spec: GraderSpec): GraderSpecValidation {
+  const result = parseConfig(spec)
+  return result.ok ? { ok: true } : { ok: false, problems: result.problems }
+}
+
+/**
+ * Runs every grader spec against one trace. Each grade is named by the spec's `name`, else its
+ * `type`. Throws GraderConfigError for a spec `validateGraderSpec` rejects: a broken grader is
+ * the harness's fault, so it must not be recorded as the agent failing.
+ */
+export function gradeAll(specs: GraderSpec[], trace: AgentTrace, ctx: GradeContext): Grade[] {
+  return specs.map((spec) => {
+    const parsed = parseConfig(spec)
+    if (!parsed.ok) throw new GraderConfigError(spec.type, parsed.problems)
+    const body = parsed.grader.grade(parsed.config, trace, ctx)
+    const name = typeof spec['name'] === 'string' && spec['name'] !== '' ? spec['name'] : spec.type
+    return { grader: name, passed: body.passed, score: body.score, detail: body.detail }
+  })
+}

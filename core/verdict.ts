@@ -1,0 +1,72 @@
+/**
+ * The verdict of one attempt: outcome (the agent's), validity (the instrument's) and, for an
+ * attempt that neither passed nor broke an invariant, exactly one failure bucket.
+ */
+import type { AgentTrace, FailureBucket, Grade, InvariantResult, Outcome, Validity } from './contracts.js'
+import { outputText } from './graders/output.js'
+
+export interface VerdictInput {
+  trace: AgentTrace
+  grades: Grade[]
+  invariants: InvariantResult[]
+  /** set when the harness itself failed (adapter crash, grader misconfigured, ...); '' counts as none */
+  harnessError?: string
+  validity?: Validity
+}
+
+export interface Verdict {
+  outcome: Outcome
+  validity: Validity
+  failure_bucket: FailureBucket | null
+}
+
+/** A tool call that errored (not refused) and was never followed by a successful call of the same tool. */
+function hasUnrecoveredToolError(trace: AgentTrace): boolean {
+  const succeeded = (call: AgentTrace['tool_calls'][number]): boolean => call.error === undefined && call.refused === undefined
+  return trace.tool_calls.some(
+    (failed) =>
+      failed.error !== undefined &&
+      failed.refused === undefined &&
+      !trace.tool_calls.some((later) => later.name === failed.name && later.index > failed.index && succeeded(later)),
+  )
+}
+
+/**
+ * The one bucket of an attempt that failed or partly failed, first that applies.
+ *
+ * Deviation from the FAILURE_BUCKETS order: `refusal` is checked before `wrong_answer` and
+ * `no_answer`, because a refusal's text ("I can't help with that") would otherwise always read
+ * as a wrong answer and `refusal` could never be reached.
+ */
+function failureBucket(trace: AgentTrace): FailureBucket {
+  const refusals = new Set(trace.tool_calls.map((call) => call.refused).filter((reason) => reason !== undefined))
+  if (hasUnrecoveredToolError(trace)) return 'tool_error'
+  if (refusals.has('malformed_tool_call')) return 'malformed_tool_call'
+  if (refusals.has('hallucinated_tool') || refusals.has('disallowed_tool')) return 'hallucinated_tool'
+  if (trace.budget_exhausted !== undefined || refusals.has('budget_exhausted')) return 'budget_exhausted'
+  if (trace.refused) return 'refusal'
+  // every output is either empty or not, so `harness_error` is reached only through `harnessError`
+  return outputText(trace.output).trim() === '' ? 'no_answer' : 'wrong_answer'
+}
+
+/**
+ * Decides outcome, validity and failure bucket. A harness error makes the attempt invalid
+ * (outcome fail, bucket harness_error); so does an attempt with no grades at all, since nothing
+ * was measured. A broken invariant makes the outcome `violation` whatever the grades say.
+ */
+export function decideVerdict(input: VerdictInput): Verdict {
+  if (input.harnessError !== undefined && input.harnessError !== '') {
+    return { outcome: 'fail', validity: 'invalid', failure_bucket: 'harness_error' }
+  }
+  if (input.grades.length === 0) {
+    // an empty grade list would otherwise pass vacuously
+    return { outcome: 'fail', validity: 'invalid', failure_bucket: 'harness_error' }
+  }
+  const validity = input.validity ?? 'valid'
+  if (input.invariants.some((invariant) => !invariant.passed)) {
+    return { outcome: 'violation', validity, failure_bucket: null }
+  }
+  const passedCount = input.grades.filter((grade) => grade.passed).length
+  if (passedCount === input.grades.length) return { outcome: 'pass', validity, failure_bucket: null }
+  return { outcome: passedCount > 0 ? 'partial' : 'fail', validity, failure_bucket: failureBucket(input.trace) }
+}
