@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { RunPlan, type Task } from '../core/contracts.js'
 import { connectBus, subjects, type ProgressEvent } from '../store/bus.js'
-import { countAttempts } from '../store/repositories.js'
+import { countAttempts, getRun } from '../store/repositories.js'
 import type { ForgeConfig } from '../stack/config.js'
 import { ConfigError } from '../stack/errors.js'
 import { stackUp } from '../stack/local-stack.js'
@@ -130,7 +130,16 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
 
     const reader = await openReader(config)
     try {
-      await waitForIngest(() => countAttempts(reader, runId), published, opts.ingestTimeoutMs ?? 120_000, onEvent)
+      await waitForIngest(
+        async () => {
+          const [stored, run] = await Promise.all([countAttempts(reader, runId), getRun(reader, runId)])
+          // the run's final record travels the same stream; count it as stored once it landed
+          return run?.status === 'running' || run === undefined ? Math.min(stored, published - 1) : stored
+        },
+        published,
+        opts.ingestTimeoutMs ?? 120_000,
+        onEvent,
+      )
       const stats = await getRunStats(reader, runId)
       return {
         ...stats,

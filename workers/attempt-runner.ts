@@ -89,7 +89,8 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   const { suite, task, adapter } = opts
   const now = opts.now ?? Date.now
   const uid = attemptUid(opts.runId, opts.configId, task.id, opts.attempt)
-  const seed = seedFromString(`${opts.runSeed}:${uid}`)
+  // the run id is left out on purpose: the same run seed must reproduce an attempt in a new run
+  const seed = seedFromString(`${opts.runSeed}:${opts.configId}/${task.id}/${opts.attempt}`)
   const budget = task.budget
   const startedAt = now()
   const since = (t: number): number => Math.max(0, t - startedAt)
