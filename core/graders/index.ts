@@ -57,6 +57,15 @@ function knownKeys(schema: z.ZodType): string[] {
   return schema instanceof z.ZodObject ? ['type', ...Object.keys(schema.shape)] : ['type']
 }
 
+function readPath(value: unknown, path: readonly PropertyKey[]): unknown {
+  let current = value
+  for (const segment of path) {
+    if (current === null || typeof current !== 'object') return undefined
+    current = (current as Record<PropertyKey, unknown>)[segment]
+  }
+  return current
+}
+
 function toPath(path: readonly PropertyKey[]): (string | number)[] {
   return path.map((segment) => (typeof segment === 'number' ? segment : String(segment)))
 }
@@ -87,7 +96,8 @@ function parseConfig(spec: GraderSpec): { ok: true; grader: GraderDefinition<any
         }
       })
     }
-    return [{ path: toPath(issue.path), message: issue.message }]
+    const missing = issue.path.length > 0 && readPath(config, issue.path) === undefined
+    return [{ path: toPath(issue.path), message: missing ? `required key missing for the ${type} grader` : issue.message }]
   })
   return { ok: false, problems }
 }

@@ -1,5 +1,5 @@
 /** Test harness around a real embedded stack (Temporal dev server, nats-server, ingester + chDB) in a temp FORGE_HOME. */
-import { spawnSync } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -44,4 +44,14 @@ export interface CliResult {
 export function forge(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 180_000): CliResult {
   const r = spawnSync(process.execPath, [join(packageRoot(), 'bin', 'run.js'), ...args], { env, encoding: 'utf8', timeout: timeoutMs })
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr }
+}
+
+/** Like `forge`, without blocking the event loop (for reads that overlap a running command). */
+export function forgeAsync(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [join(packageRoot(), 'bin', 'run.js'), ...args], { env, encoding: 'utf8', timeout: timeoutMs }, (error, stdout, stderr) => {
+      const status = error ? (typeof error.code === 'number' ? error.code : -1) : 0
+      resolve({ status, stdout, stderr })
+    })
+  })
 }

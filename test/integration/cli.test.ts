@@ -1,9 +1,12 @@
 /** The `forge` CLI as a user runs it: output, --json, exit codes, and reads while the stack runs or is down. */
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
+import { packageRoot } from '../../stack/paths.js'
+import { forge, forgeAsync, startTestStack, type TestStack } from '../helpers/stack.js'
 
 let stack: TestStack
 
@@ -61,7 +64,8 @@ describe('forge CLI', () => {
     const bad = forge(['tasks', 'validate', '--suite', dir], stack.env)
     rmSync(dir, { recursive: true, force: true })
     expect(bad.status).toBe(2)
-    expect(bad.stdout).toMatch(/FAIL\s+broken/)
+    expect(bad.stdout).toMatch(/FAIL\s+\S*forge-broken-\w+: 2 problem\(s\)/)
+    expect(bad.stdout).toMatch(/outcome_graders\[0\]\.expected: required key missing for the exact grader/)
     expect(bad.stdout).toMatch(/a\.yaml: outcome_graders\[0\]/)
   })
 
@@ -81,6 +85,43 @@ describe('forge CLI', () => {
     expect(r.status).toBe(3)
     expect(r.stderr).toMatch(/FORGE_TEMPORAL_BIN=.*no-temporal is not an executable file/)
     expect(r.stderr).not.toMatch(/\n\s+at /)
+  })
+
+  it('answers stats and sql while a run is in progress', async () => {
+    const run = spawn(process.execPath, [join(packageRoot(), 'bin', 'run.js'), 'run', '--suite', 'smoke', '--attempts', '30', '--adapter-config', '{"delay_ms":100}', '--concurrency', '5', '--run-id', 'in-progress'], {
+      env: stack.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let output = ''
+    run.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+    const exited = new Promise<number>((resolve) => run.once('exit', (code) => resolve(code ?? -1)))
+    // wait until some attempts are stored, then read while the run goes on
+    let midRun: { stored: number; running: boolean } | undefined
+    for (let i = 0; i < 200 && !midRun; i++) {
+      await sleep(250)
+      const r = await forgeAsync(['sql', "SELECT count() AS n FROM attempts FINAL WHERE run_id = 'in-progress'", '--json'], stack.env)
+      const stored = r.status === 0 ? Number((JSON.parse(r.stdout) as { n: string }[])[0]!.n) : 0
+      if (stored > 0) midRun = { stored, running: run.exitCode === null }
+    }
+    const stats = await forgeAsync(['stats', '--run-id', 'in-progress', '--json'], stack.env)
+    const statsWhileRunning = run.exitCode === null
+    expect(await exited).toBe(0)
+    expect(midRun?.running).toBe(true)
+    expect(midRun!.stored).toBeLessThan(150)
+    expect(stats.status).toBe(0)
+    expect(statsWhileRunning).toBe(true)
+    expect(output).toMatch(/\[5\/5\]/)
+  })
+
+  it('detects a crashed stack process from its stale pid and restarts it', () => {
+    const state = JSON.parse(readFileSync(join(stack.home, 'stack.json'), 'utf8')) as { ingester: { pid: number } }
+    process.kill(state.ingester.pid, 'SIGKILL')
+    spawnSync('sleep', ['0.3'])
+    const status = JSON.parse(forge(['stack', 'status', '--json'], stack.env).stdout) as { name: string; state: string; detail: string }[]
+    expect(status.find((s) => s.name === 'ingester')).toEqual({ name: 'ingester', state: 'stopped', detail: `stale pid ${state.ingester.pid}` })
+    const up = forge(['stack', 'up', '--json'], stack.env)
+    expect(up.status).toBe(0)
+    expect((JSON.parse(up.stdout) as { state: string }[]).map((s) => s.state)).toEqual(['running', 'running', 'running'])
   })
 
   it('reads the embedded store directly once the stack is down', async () => {
