@@ -18,7 +18,7 @@ export interface TestStack {
 
 export async function startTestStack(name: string): Promise<TestStack> {
   const home = mkdtempSync(join(tmpdir(), `forge-${name}-`))
-  const env = { ...process.env, FORGE_HOME: home, FORGE_LOG_LEVEL: 'warn' }
+  const env: NodeJS.ProcessEnv = { ...process.env, FORGE_HOME: home, FORGE_LOG_LEVEL: 'warn' }
   for (const key of ['FORGE_TEMPORAL_ADDRESS', 'FORGE_NATS_URL', 'FORGE_CLICKHOUSE_URL']) delete env[key]
   const config = resolveConfig(env)
   const endpoints = await stackUp(config)
