@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest'
+import type { AttemptResult, RunRecord } from '../../core/contracts.js'
+import { attemptToRow, fromChDateTime, rowToRun, runToRow, toChDateTime, toolCallsToRows } from '../../store/converters.js'
+
+const attempt: AttemptResult = {
+  attempt_uid: 'r1/c0/t1/2',
+  run_id: 'r1',
+  config_id: 'c0',
+  suite: 'smoke',
+  task_id: 't1',
+  attempt: 2,
+  adapter: 'mock',
+  outcome: 'fail',
+  validity: 'valid',
+  failure_bucket: 'wrong_answer',
+  budget_limit: null,
+  grades: [{ grader: 'exact', passed: false, score: 0, detail: 'expected "a", got "b"' }],
+  invariants: [{ name: 'never_x', passed: true, detail: '' }],
+  instruction: 'Say a.',
+  output: 'b',
+  self_report: 'I said a',
+  error: '',
+  cost_usd: null,
+  latency_ms: 12.5,
+  tool_call_count: 1,
+  input_tokens: 30,
+  output_tokens: 4,
+  model: 'mock',
+  decoding: { temperature: 0 },
+  price_table_version: '',
+  seed: '99',
+  worker_id: 'w1',
+  started_at: Date.UTC(2026, 10, 30, 2, 40, 21, 123),
+  finished_at: Date.UTC(2026, 10, 30, 2, 40, 21, 136),
+  tool_calls: [{ index: 0, name: 'echo', args: { message: 'b' }, error: 'boom', refused: 'malformed_tool_call', retry_index: 1, started_ms: 1, duration_ms: 2 }],
+}
+
+describe('store converters', () => {
+  it('writes DateTime64(3) text in UTC and reads it back', () => {
+    const ms = Date.UTC(2026, 10, 30, 2, 40, 21, 123)
+    expect(toChDateTime(ms)).toBe('2026-11-30 02:40:21.123')
+    expect(fromChDateTime('2026-11-30 02:40:21.123')).toBe(ms)
+  })
+
+  it('turns an attempt into one attempts row, nulls into empty strings and objects into JSON', () => {
+    expect(attemptToRow(attempt, Date.UTC(2026, 10, 30, 2, 41, 0, 0))).toEqual({
+      attempt_uid: 'r1/c0/t1/2',
+      run_id: 'r1',
+      config_id: 'c0',
+      suite: 'smoke',
+      task_id: 't1',
+      attempt: 2,
+      adapter: 'mock',
+      outcome: 'fail',
+      validity: 'valid',
+      failure_bucket: 'wrong_answer',
+      budget_limit: '',
+      grades: JSON.stringify(attempt.grades),
+      invariants: JSON.stringify(attempt.invariants),
+      instruction: 'Say a.',
+      output: 'b',
+      self_report: 'I said a',
+      error: '',
+      cost_usd: null,
+      latency_ms: 12.5,
+      tool_call_count: 1,
+      input_tokens: 30,
+      output_tokens: 4,
+      model: 'mock',
+      decoding: '{"temperature":0}',
+      price_table_version: '',
+      seed: '99',
+      worker_id: 'w1',
+      started_at: '2026-11-30 02:40:21.123',
+      finished_at: '2026-11-30 02:40:21.136',
+      ingested_at: '2026-11-30 02:41:00.000',
+    })
+  })
+
+  it('turns tool calls into rows keyed by attempt and index', () => {
+    expect(toolCallsToRows(attempt, 0)).toEqual([
+      {
+        attempt_uid: 'r1/c0/t1/2',
+        run_id: 'r1',
+        task_id: 't1',
+        call_index: 0,
+        name: 'echo',
+        args: '{"message":"b"}',
+        result: '',
+        error: 'boom',
+        refused: 'malformed_tool_call',
+        injected_fault: '',
+        retry_index: 1,
+        started_ms: 1,
+        duration_ms: 2,
+        ingested_at: '1970-01-01 00:00:00.000',
+      },
+    ])
+  })
+
+  it('round-trips a run record', () => {
+    const run: RunRecord = {
+      run_id: 'r1', suite: 'smoke', suite_path: '/s', adapter: 'mock', config_id: 'c0', attempts: 5, task_count: 5,
+      seed: 'x', status: 'completed', started_at: 1_764_470_000_000, finished_at: 1_764_470_005_000, updated_at: 1_764_470_005_000,
+      price_table_version: 'v1',
+    }
+    expect(rowToRun(runToRow(run))).toEqual(run)
+    expect(rowToRun(runToRow({ ...run, status: 'running', finished_at: null }))).toEqual({ ...run, status: 'running', finished_at: null })
+  })
+})
