@@ -4,6 +4,7 @@
  */
 import type { z } from 'zod'
 import type {
+  Budget,
   AgentTrace,
   AgentTraceInput,
   Grade,
@@ -53,14 +54,29 @@ export interface ToolBox {
   readonly exhausted: boolean
 }
 
+/** Where an agent reaches a model: the per-attempt OpenAI-compatible LLM gateway of its worker. */
+export interface LlmEndpoint {
+  /** e.g. http://127.0.0.1:PORT/v1 — give it to an agent as OPENAI_BASE_URL */
+  baseURL: string
+  /** a per-attempt token the gateway checks; give it as OPENAI_API_KEY (never the real key) */
+  apiKey: string
+}
+
 export interface AdapterContext {
   attemptUid: string
   taskId: string
-  /** a deterministic seed derived from the attempt uid and the run seed */
+  /** a deterministic seed derived from the run seed and the attempt's key */
   seed: number
   tools: ToolBox
   signal: AbortSignal
   config: Record<string, unknown>
+  /** the task's budget; the harness enforces it whatever the adapter does */
+  budget: Budget
+  /**
+   * Starts (once per attempt) the LLM gateway: it forwards to the configured upstream, records
+   * model, parameters and usage per call as spans, prices them and enforces max_tokens.
+   */
+  llm(): Promise<LlmEndpoint>
 }
 
 /** What an adapter returns; the harness fills in tool calls, timing and budget fields itself. */

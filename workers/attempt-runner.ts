@@ -98,7 +98,16 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   const payload = buildInvocationPayload(task, suite)
   const tools = createToolBox({ task, suite, attemptUid: uid, budget, startedAt, now })
   const controller = new AbortController()
-  const ctx: AdapterContext = { attemptUid: uid, taskId: task.id, seed, tools, signal: controller.signal, config: opts.adapterConfig }
+  const ctx: AdapterContext = {
+    attemptUid: uid,
+    taskId: task.id,
+    seed,
+    tools,
+    signal: controller.signal,
+    config: opts.adapterConfig,
+    budget,
+    llm: () => Promise.reject(new Error(`adapter "${adapter.name}" asked for a model, but no LLM gateway is configured on this worker`)),
+  }
 
   const agentStarted = now()
   const invocation = await invokeWithDeadline(
