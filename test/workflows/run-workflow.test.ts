@@ -1,0 +1,336 @@
+/**
+ * RunWorkflow and ShardWorkflow on the real Temporal dev server binary, with stub activities in
+ * place of the suite loader, adapters and NATS. Plus a replay of a committed history, which fails
+ * when a change to workflow code would break runs already in flight.
+ */
+import { randomUUID } from 'node:crypto'
+import { createRequire } from 'node:module'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { Context } from '@temporalio/activity'
+import { WorkflowFailedError, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client'
+import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure, defaultPayloadConverter } from '@temporalio/common'
+import type { History } from '@temporalio/common/lib/proto-utils.js'
+import { TestWorkflowEnvironment } from '@temporalio/testing'
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { attemptUid, RunPlan } from '../../core/contracts.js'
+import { findBinary } from '../../stack/binaries.js'
+import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
+import type { RunWorkflow, RunWorkflowResult, ShardInput } from '../../workflows/run.js'
+
+const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url))
+const brokenWorkflowsPath = fileURLToPath(new URL('./nondeterministic-run.ts', import.meta.url))
+const historiesDir = new URL('../fixtures/histories/', import.meta.url)
+/** the replayed run uses fixed ids: the child workflow ids in its history derive from them */
+const REPLAY_WORKFLOW_ID = 'forge-replay-run-2x2'
+const STARTED_AT = 1_750_000_000_000
+
+/*
+ * History files use the proto JSON format of `temporal workflow show --output json`. The SDK's own
+ * historyToJSON / historyFromJSON (@temporalio/common/lib/proto-utils) cannot be used in this
+ * install: they pair protojson from the protobufjs copy nested under @temporalio/common with types
+ * built by the copy nested under @temporalio/proto (npm cannot hoist protobufjs 8 over grpc's 7),
+ * and throw "type must be a Type". The same conversion, with the copy @temporalio/proto loads:
+ */
+const requireHere = createRequire(import.meta.url)
+const protoRoot = requireHere('@temporalio/proto') as { temporal: { api: { history: { v1: { History: { fromObject(o: object): History } } } } } }
+const { patchProtobufRoot } = requireHere('@temporalio/proto/lib/patch-protobuf-root') as { patchProtobufRoot<T>(root: T): T & { lookupType(name: string): unknown } }
+const protojson = createRequire(requireHere.resolve('@temporalio/proto'))('protobufjs/ext/protojson') as {
+  toJson(type: unknown, message: unknown): unknown
+  fromJson(type: unknown, json: unknown, options?: { ignoreUnknownFields?: boolean }): History
+}
+const historyType = patchProtobufRoot(protoRoot).lookupType('temporal.api.history.v1.History')
+const historyToJSON = (history: History): string =>
+  `${JSON.stringify(protojson.toJson(historyType, protoRoot.temporal.api.history.v1.History.fromObject(history)), null, 2)}\n`
+const historyFromJSON = (json: string): History => protojson.fromJson(historyType, JSON.parse(json))
+
+let env: TestWorkflowEnvironment
+let bundle: WorkflowBundle
+
+const quiet = { info() {}, warn: console.warn, error: console.error, debug() {}, trace() {}, log() {} }
+
+beforeAll(async () => {
+  // ERROR: the activity failures these tests provoke on purpose are logged at WARN
+  Runtime.install({ logger: new DefaultLogger('ERROR') })
+  // 'existing-path': the SDK must never download a server (there is no network here)
+  env = await TestWorkflowEnvironment.createLocal({ server: { executable: { type: 'existing-path', path: findBinary('temporal') } } })
+  bundle = await bundleWorkflowCode({ workflowsPath, logger: quiet })
+})
+afterAll(async () => {
+  await env?.teardown()
+})
+
+function plan(overrides: Partial<RunPlan> & Pick<RunPlan, 'task_ids' | 'attempts'>): RunPlan {
+  return RunPlan.parse({
+    run_id: `run-${randomUUID()}`,
+    config_id: 'cfg-1',
+    suite_path: '/suites/toy',
+    suite: 'toy',
+    adapter: 'stub',
+    adapter_config: { temperature: 0 },
+    seed: 'seed-1',
+    heartbeat_timeout_ms: 60_000,
+    ...overrides,
+  })
+}
+
+interface AttemptCall {
+  input: AttemptInput
+  /** Temporal's activity attempt number, 1 on the first try */
+  try: number
+  /** the ShardWorkflow that scheduled it */
+  workflow_id: string | undefined
+}
+
+interface StubOptions {
+  outcome?: (input: AttemptInput) => string
+  delayMs?: number
+  /** throws to make the activity fail */
+  fail?: (input: AttemptInput, tryNumber: number) => void
+}
+
+function stubActivities(opts: StubOptions = {}) {
+  const attempts: AttemptCall[] = []
+  const statuses: RunStatusInput[] = []
+  const returned: string[] = []
+  const window = { current: 0, max: 0 }
+  const activities: RunActivities = {
+    async runAttempt(input: AttemptInput): Promise<AttemptSummary> {
+      const info = Context.current().info
+      attempts.push({ input, try: info.attempt, workflow_id: info.workflowExecution?.workflowId })
+      window.current++
+      window.max = Math.max(window.max, window.current)
+      try {
+        if (opts.delayMs) await new Promise((resolve) => setTimeout(resolve, opts.delayMs))
+        opts.fail?.(input, info.attempt)
+        const outcome = opts.outcome?.(input) ?? 'pass'
+        returned.push(outcome)
+        return {
+          attempt_uid: attemptUid(input.run_id, input.config_id, input.task_id, input.attempt),
+          outcome,
+          failure_bucket: outcome === 'pass' ? null : 'wrong_answer',
+        }
+      } finally {
+        window.current--
+      }
+    },
+    async recordRunStatus(input: RunStatusInput): Promise<number> {
+      statuses.push(input)
+      return input.started_at ?? STARTED_AT
+    },
+  }
+  return { activities, attempts, statuses, returned, window }
+}
+
+/** Runs one RunWorkflow on its own task queue with a worker holding `activities`; returns the handle once it closed. */
+async function runOnWorker(
+  activities: RunActivities,
+  runPlan: RunPlan,
+  workflowId = `run-${randomUUID()}`,
+): Promise<{ handle: WorkflowHandle<typeof RunWorkflow>; result: Promise<RunWorkflowResult> }> {
+  const taskQueue = `wf-test-${randomUUID()}`
+  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities })
+  const handle = await env.client.workflow.start<typeof RunWorkflow>('RunWorkflow', {
+    taskQueue,
+    workflowId,
+    args: [{ plan: runPlan }],
+  })
+  // settle (resolve or reject) while the worker runs, then report the outcome to the caller
+  const settled = await worker.runUntil(handle.result().then((value) => ({ value }), (error: unknown) => ({ error })))
+  const result = 'error' in settled ? Promise.reject(settled.error) : Promise.resolve(settled.value)
+  result.catch(() => undefined) // the caller inspects it; never an unhandled rejection
+  return { handle, result }
+}
+
+function causeChain(error: unknown): unknown[] {
+  const chain: unknown[] = []
+  for (let e = error; e !== undefined && e !== null; e = (e as { cause?: unknown }).cause) chain.push(e)
+  return chain
+}
+
+/** key → every (task, attempt) pair, in plan order */
+function allPairs(p: RunPlan): string[] {
+  return p.task_ids.flatMap((t) => Array.from({ length: p.attempts }, (_, a) => `${t}#${a}`))
+}
+
+describe('RunWorkflow with stub activities', () => {
+  it('runs every (task, attempt) pair exactly once, tallies the outcomes and records running then completed', async () => {
+    const table: Record<string, string[]> = {
+      add: ['pass', 'pass', 'pass', 'pass'],
+      sub: ['pass', 'fail', 'pass', 'fail'],
+      mul: ['fail', 'partial', 'violation', 'pass'],
+    }
+    const p = plan({ task_ids: ['add', 'sub', 'mul'], attempts: 4 })
+    const stub = stubActivities({ outcome: (i) => table[i.task_id]![i.attempt]! })
+
+    const { result } = await runOnWorker(stub.activities, p)
+
+    expect(await result).toEqual({
+      run_id: p.run_id,
+      total: 12,
+      tally: { outcomes: { pass: 7, fail: 3, partial: 1, violation: 1 }, not_executed: 0 },
+      status: 'completed',
+    })
+    // the tally is what the stub returned, no more, no less
+    const returned: Record<string, number> = {}
+    for (const o of stub.returned) returned[o] = (returned[o] ?? 0) + 1
+    expect((await result).tally.outcomes).toEqual(returned)
+
+    const pairs = stub.attempts.map((c) => `${c.input.task_id}#${c.input.attempt}`)
+    expect(pairs.slice().sort()).toEqual(allPairs(p).sort())
+    expect(stub.attempts.map((c) => c.try)).toEqual(Array(12).fill(1))
+    // the whole activity input: the plan's fields, nothing else (no tasks travel through Temporal)
+    expect(stub.attempts.find((c) => c.input.task_id === 'sub' && c.input.attempt === 2)!.input).toEqual({
+      run_id: p.run_id,
+      config_id: 'cfg-1',
+      suite: 'toy',
+      suite_path: '/suites/toy',
+      adapter: 'stub',
+      adapter_config: { temperature: 0 },
+      seed: 'seed-1',
+      task_id: 'sub',
+      attempt: 2,
+    })
+    expect(stub.statuses).toEqual([
+      { plan: p, status: 'running' },
+      { plan: p, status: 'completed', started_at: STARTED_AT },
+    ])
+  })
+
+  it('splits 12 attempts with shard_size 5 into exactly three ShardWorkflow children covering every attempt', async () => {
+    const p = plan({ task_ids: ['a', 'b', 'c'], attempts: 4, shard_size: 5, max_shards_in_flight: 2 })
+    const stub = stubActivities()
+    const workflowId = `sharded-${randomUUID()}`
+
+    const { handle, result } = await runOnWorker(stub.activities, p, workflowId)
+    expect(await result).toEqual({ run_id: p.run_id, total: 12, tally: { outcomes: { pass: 12 }, not_executed: 0 }, status: 'completed' })
+
+    const history = await handle.fetchHistory()
+    const children = (history.events ?? [])
+      .map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)
+      .filter((a) => a !== null && a !== undefined)
+      .map((a) => {
+        const input = defaultPayloadConverter.fromPayload<ShardInput>(a.input!.payloads![0]!)
+        return { workflowId: a.workflowId ?? '', type: a.workflowType?.name, start: input.start, end: input.end }
+      })
+      .sort((x, y) => x.start - y.start)
+    expect(children).toEqual([
+      { workflowId: `${workflowId}/shard-0`, type: 'ShardWorkflow', start: 0, end: 5 },
+      { workflowId: `${workflowId}/shard-1`, type: 'ShardWorkflow', start: 5, end: 10 },
+      { workflowId: `${workflowId}/shard-2`, type: 'ShardWorkflow', start: 10, end: 12 },
+    ])
+    for (const child of children) {
+      const description = await env.client.workflow.getHandle(child.workflowId).describe()
+      expect({ type: description.type, status: description.status.name }).toEqual({ type: 'ShardWorkflow', status: 'COMPLETED' })
+    }
+    await expect(env.client.workflow.getHandle(`${workflowId}/shard-3`).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError)
+
+    // every attempt ran once, in the shard whose range holds its flattened index
+    const ranByShard = Object.fromEntries(
+      stub.attempts.map((c) => [`${c.input.task_id}#${c.input.attempt}`, c.workflow_id?.slice(workflowId.length + 1)]),
+    )
+    expect(stub.attempts).toHaveLength(12)
+    expect(ranByShard).toEqual({
+      'a#0': 'shard-0', 'a#1': 'shard-0', 'a#2': 'shard-0', 'a#3': 'shard-0', 'b#0': 'shard-0',
+      'b#1': 'shard-1', 'b#2': 'shard-1', 'b#3': 'shard-1', 'c#0': 'shard-1', 'c#1': 'shard-1',
+      'c#2': 'shard-2', 'c#3': 'shard-2',
+    })
+  })
+
+  it('keeps at most max_in_flight attempts executing at once, and does fill the window', async () => {
+    const p = plan({ task_ids: ['a', 'b', 'c'], attempts: 4, max_in_flight: 3 })
+    const stub = stubActivities({ delayMs: 100 })
+
+    const { result } = await runOnWorker(stub.activities, p)
+
+    expect((await result).tally).toEqual({ outcomes: { pass: 12 }, not_executed: 0 })
+    expect(stub.attempts).toHaveLength(12)
+    expect(stub.window.max).toBe(3)
+  })
+
+  it('retries infrastructure errors: a flaky attempt counts once, one that never succeeds counts as not executed', async () => {
+    const p = plan({ task_ids: ['flaky', 'broken', 'ok'], attempts: 1 })
+    const stub = stubActivities({
+      fail: (input, tryNumber) => {
+        if (input.task_id === 'flaky' && tryNumber <= 2) throw ApplicationFailure.retryable('NATS publish timed out', 'TimeoutError')
+        if (input.task_id === 'broken') throw new Error('connection refused')
+      },
+    })
+
+    const { result } = await runOnWorker(stub.activities, p)
+
+    expect(await result).toEqual({ run_id: p.run_id, total: 3, tally: { outcomes: { pass: 2 }, not_executed: 1 }, status: 'completed' })
+    const tries: Record<string, number[]> = {}
+    for (const c of stub.attempts) (tries[c.input.task_id] ??= []).push(c.try)
+    // retry policy: maximumAttempts 5 (backoff 1 s, 2 s, 4 s, 8 s)
+    expect(tries).toEqual({ flaky: [1, 2, 3], broken: [1, 2, 3, 4, 5], ok: [1] })
+    expect(stub.statuses.map((s) => s.status)).toEqual(['running', 'completed'])
+  })
+
+  it('fails the run on a non-retryable configuration error, without retrying it, and records the run as failed', async () => {
+    const p = plan({ task_ids: ['a'], attempts: 3, max_in_flight: 1 })
+    const stub = stubActivities({
+      fail: () => {
+        throw ApplicationFailure.nonRetryable('suite toy: manifest suite.yaml not found', 'SuiteLoadError')
+      },
+    })
+
+    const { result } = await runOnWorker(stub.activities, p)
+    const error = await result.then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+
+    expect(error).toBeInstanceOf(WorkflowFailedError)
+    const chain = causeChain(error)
+    expect(chain.map((e) => (e as object).constructor)).toEqual([WorkflowFailedError, ChildWorkflowFailure, ActivityFailure, ApplicationFailure])
+    const root = chain.at(-1) as ApplicationFailure
+    expect({ type: root.type, nonRetryable: root.nonRetryable }).toEqual({ type: 'SuiteLoadError', nonRetryable: true })
+    expect(root.message).toContain('manifest suite.yaml not found')
+    expect(stub.attempts.map((c) => ({ task: c.input.task_id, attempt: c.input.attempt, try: c.try }))).toEqual([{ task: 'a', attempt: 0, try: 1 }])
+    expect(stub.statuses).toEqual([
+      { plan: p, status: 'running' },
+      { plan: p, status: 'failed', started_at: STARTED_AT },
+    ])
+  })
+})
+
+describe('replay of committed histories', () => {
+  const files = { run: new URL('run-2x2.json', historiesDir), shard: new URL('run-2x2-shard-0.json', historiesDir) }
+
+  it('replays the committed 2 × 2 run (RunWorkflow and its shard) with the current workflow code', async () => {
+    // fixed ids and plan: the committed history is written once, from this run, and then only read
+    const p = plan({ run_id: 'run-replay-2x2', task_ids: ['t1', 't2'], attempts: 2 })
+    const stub = stubActivities({ outcome: (i) => (i.attempt === 0 ? 'pass' : 'fail') })
+    const { handle, result } = await runOnWorker(stub.activities, p, REPLAY_WORKFLOW_ID)
+    expect(await result).toEqual({ run_id: 'run-replay-2x2', total: 4, tally: { outcomes: { pass: 2, fail: 2 }, not_executed: 0 }, status: 'completed' })
+
+    const fresh = {
+      run: await handle.fetchHistory(),
+      shard: await env.client.workflow.getHandle(`${REPLAY_WORKFLOW_ID}/shard-0`).fetchHistory(),
+    }
+    mkdirSync(historiesDir, { recursive: true })
+    for (const key of ['run', 'shard'] as const) {
+      try {
+        writeFileSync(files[key], historyToJSON(fresh[key]), { flag: 'wx' })
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      }
+    }
+
+    const committed = {
+      run: historyFromJSON(readFileSync(files.run, 'utf8')),
+      shard: historyFromJSON(readFileSync(files.shard, 'utf8')),
+    }
+    expect(committed.run.events?.length).toBeGreaterThan(10)
+    await Worker.runReplayHistory({ workflowBundle: bundle }, committed.run, REPLAY_WORKFLOW_ID)
+    await Worker.runReplayHistory({ workflowBundle: bundle }, committed.shard, `${REPLAY_WORKFLOW_ID}/shard-0`)
+  })
+
+  it('the replay check fails for workflow code that would break that history', async () => {
+    const history = historyFromJSON(readFileSync(files.run, 'utf8'))
+    const broken = await bundleWorkflowCode({ workflowsPath: brokenWorkflowsPath, logger: quiet })
+    await expect(Worker.runReplayHistory({ workflowBundle: broken }, history, REPLAY_WORKFLOW_ID)).rejects.toThrow(/nondetermin/i)
+  })
+})
