@@ -12,6 +12,8 @@ import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from
 import { getAdapter } from './adapters/index.js'
 import { executeAttempt } from './attempt-runner.js'
 import { SuiteLoadError, UnknownAdapterError } from './errors.js'
+import { PriceTableError } from './llm/errors.js'
+import { priceTableFor } from './llm/price-table.js'
 import type { Logger } from './logger.js'
 import { loadSuiteCached } from './suite-loader.js'
 
@@ -43,6 +45,9 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           if (error instanceof UnknownAdapterError) throw ApplicationFailure.nonRetryable(error.message, 'UnknownAdapterError')
           throw error
         }
+        const priceTable = await priceTableFor(input.adapter_config).catch((error: unknown) => {
+          throw error instanceof PriceTableError ? ApplicationFailure.nonRetryable(error.message, 'PriceTableError') : error
+        })
         const result = await executeAttempt({
           suite,
           task,
@@ -54,6 +59,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           adapterConfig: input.adapter_config,
           workerId: deps.workerId,
           now,
+          priceTable,
         })
         await publishAttemptResult(deps.js, result)
         publishProgress(deps.nc, input.run_id, {

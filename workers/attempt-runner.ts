@@ -20,8 +20,10 @@ import {
 } from '../core/contracts.js'
 import { gradeAll, outputText } from '../core/graders/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
+import { priceTableLabel, type PriceTable } from '../core/pricing.js'
 import { seedFromString } from '../core/random.js'
 import { decideVerdict } from '../core/verdict.js'
+import { resolveUpstream, startLlmGateway, type LlmGateway } from './llm/gateway.js'
 import { createToolBox } from './tool-proxy.js'
 
 export interface ExecuteAttemptOptions {
@@ -37,6 +39,10 @@ export interface ExecuteAttemptOptions {
   now?: () => number
   /** how long to wait for an aborted adapter to hand back what it has (default 250 ms) */
   graceMs?: number
+  /** prices model calls made through the LLM gateway; its version is stamped on the result */
+  priceTable?: PriceTable
+  /** where the LLM gateway finds its upstream (OPENAI_BASE_URL, OPENAI_API_KEY); default process.env */
+  env?: NodeJS.ProcessEnv
 }
 
 export interface AttemptExecution {
@@ -98,6 +104,17 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   const payload = buildInvocationPayload(task, suite)
   const tools = createToolBox({ task, suite, attemptUid: uid, budget, startedAt, now })
   const controller = new AbortController()
+  // started on the adapter's first ctx.llm(), closed when the agent stopped
+  let gateway: Promise<LlmGateway> | undefined
+  const startGateway = async (): Promise<LlmGateway> =>
+    startLlmGateway({
+      upstream: resolveUpstream(opts.adapterConfig, opts.env ?? process.env),
+      maxTokens: budget.max_tokens,
+      priceTable: opts.priceTable,
+      startedAt,
+      now,
+      onBudgetExhausted: (limit) => tools.exhaust(limit),
+    })
   const ctx: AdapterContext = {
     attemptUid: uid,
     taskId: task.id,
@@ -106,7 +123,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     signal: controller.signal,
     config: opts.adapterConfig,
     budget,
-    llm: () => Promise.reject(new Error(`adapter "${adapter.name}" asked for a model, but no LLM gateway is configured on this worker`)),
+    llm: () => (gateway ??= startGateway()),
   }
 
   const agentStarted = now()
@@ -120,13 +137,17 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     },
   )
   const agentFinished = now()
+  const llm = gateway === undefined ? undefined : await gateway.catch(() => undefined)
+  await llm?.close()
+  const llmSummary = llm?.summary()
 
   let harnessError: string | undefined
   if (invocation.kind === 'threw') harnessError = `adapter "${adapter.name}" threw: ${errorMessage(invocation.error)}`
   const output = invocation.kind === 'threw' ? undefined : invocation.output
 
   let budgetLimit: BudgetLimit | undefined = tools.exhaustedBy
-  const usage = output?.usage
+  // usage the gateway measured beats what an adapter says about itself
+  const usage = llmSummary?.usage ?? output?.usage
   const totalTokens = (usage?.input_tokens ?? 0) + (usage?.output_tokens ?? 0)
   if (budgetLimit === undefined && budget.max_tokens !== undefined && totalTokens > budget.max_tokens) budgetLimit = 'max_tokens'
 
@@ -138,6 +159,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
         status: call.refused ?? (call.error !== undefined ? 'error' : 'ok'),
       }),
     ),
+    ...(llm?.spans ?? []),
     ...(output?.spans ?? []).map((s) => ({ ...s, parent_span_id: s.parent_span_id ?? 'agent' })),
   ]
   const traceInput: AgentTraceInput = {
@@ -199,8 +221,18 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   trace.spans.push(span('grading', 'attempt', 'grading', 'grade', since(gradingStarted), finishedAt - gradingStarted, {}))
 
   const verdict = decideVerdict(harnessError === undefined ? { trace, grades, invariants } : { trace, grades, invariants, harnessError })
-  const model = typeof opts.adapterConfig['model'] === 'string' ? opts.adapterConfig['model'] : adapter.name
-  const decoding = opts.adapterConfig['decoding']
+  const configDecoding = opts.adapterConfig['decoding']
+  const decoding = {
+    ...(typeof configDecoding === 'object' && configDecoding !== null && !Array.isArray(configDecoding) ? configDecoding : {}),
+    // what actually went to the model wins over what was configured
+    ...(llmSummary?.decoding ?? {}),
+  }
+  const model =
+    llmSummary !== undefined && llmSummary.models.length > 0
+      ? llmSummary.models.join(',')
+      : typeof opts.adapterConfig['model'] === 'string'
+        ? opts.adapterConfig['model']
+        : adapter.name
 
   const result = AttemptResult.parse({
     attempt_uid: uid,
@@ -220,15 +252,15 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     output: truncateText(outputText(trace.output), LIMITS.outputBytes),
     self_report: truncateText(trace.self_report ?? '', LIMITS.errorBytes),
     error: truncateText(harnessError ?? trace.errors.map((e) => `${e.kind}: ${e.message}`).join('; '), LIMITS.errorBytes),
-    // no price table yet: unavailable, never zero
-    cost_usd: null,
+    // only model calls seen by the gateway are priced; anything else is unavailable, never zero
+    cost_usd: llmSummary?.cost_usd ?? null,
     latency_ms: Math.max(0, agentFinished - agentStarted),
     tool_call_count: trace.tool_calls.length,
     input_tokens: trace.usage.input_tokens,
     output_tokens: trace.usage.output_tokens,
     model,
-    decoding: typeof decoding === 'object' && decoding !== null && !Array.isArray(decoding) ? decoding : {},
-    price_table_version: '',
+    decoding,
+    price_table_version: opts.priceTable ? priceTableLabel(opts.priceTable) : '',
     seed: String(seed),
     worker_id: opts.workerId,
     started_at: startedAt,

@@ -3,8 +3,10 @@ import type { AgentAdapter } from '../../core/plugins.js'
 import { UnknownAdapterError } from '../errors.js'
 import { mockAdapter } from './mock.js'
 import { replayAdapter } from './replay.js'
+import { reactAdapter } from './react.js'
+import { singleShotAdapter } from './single-shot.js'
 
-export const adapters: ReadonlyMap<string, AgentAdapter> = new Map([mockAdapter, replayAdapter].map((adapter) => [adapter.name, adapter]))
+export const adapters: ReadonlyMap<string, AgentAdapter> = new Map([mockAdapter, replayAdapter, reactAdapter, singleShotAdapter].map((adapter) => [adapter.name, adapter]))
 
 /** The adapter registered under `name`; throws UnknownAdapterError listing the known names. */
 export function getAdapter(name: string): AgentAdapter {

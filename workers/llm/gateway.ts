@@ -1,0 +1,350 @@
+/**
+ * The LLM gateway: a per-attempt OpenAI-compatible HTTP server on 127.0.0.1 that stands between an
+ * agent and its real model. The agent gets the gateway's URL and a per-attempt token as its API
+ * key (never the real upstream key); the gateway checks the token, forwards
+ * `POST /v1/chat/completions` to the upstream, records every call as a `model` span (model,
+ * decoding parameters, usage, latency), sums usage, prices it with the price table, and enforces
+ * the attempt's max_tokens budget. Every model-backed adapter, in-process or not, goes through it.
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { BudgetLimit, Span, TokenUsage } from '../../core/contracts.js'
+import type { LlmEndpoint } from '../../core/plugins.js'
+import { costOf, priceTableLabel, type PriceTable } from '../../core/pricing.js'
+import { LlmConfigError } from './errors.js'
+
+/** Where the gateway forwards to: an OpenAI-compatible base URL (ending in /v1) and its key. */
+export interface LlmUpstream {
+  baseURL: string
+  /** sent upstream as `Authorization: Bearer …`; absent for local servers that need none */
+  apiKey?: string
+}
+
+export interface LlmGatewayOptions {
+  upstream: LlmUpstream
+  /** the attempt's token budget (input + output tokens over every call) */
+  maxTokens?: number | undefined
+  /** prices calls; without one every cost is unavailable */
+  priceTable?: PriceTable | undefined
+  /** epoch ms the attempt started at: span start times are relative to it */
+  startedAt: number
+  now?: () => number
+  /** called once when the token budget stops the agent */
+  onBudgetExhausted?: (limit: BudgetLimit) => void
+  /** how long one upstream call may take (default 120 s) */
+  upstreamTimeoutMs?: number
+  /** the parent of the gateway's spans (default `agent`) */
+  parentSpanId?: string
+}
+
+/** What the gateway measured over the attempt. */
+export interface LlmGatewaySummary {
+  /** completion requests that reached the gateway with a valid token */
+  calls: number
+  usage: TokenUsage
+  /** USD over every call; null when a model has no price or a response carried no usage */
+  cost_usd: number | null
+  /** the distinct models requested, in first-seen order */
+  models: string[]
+  /** the decoding settings of the first call */
+  decoding: Record<string, unknown>
+  /** `version (date)` of the price table, or '' without one */
+  price_table_version: string
+  /** true once max_tokens stopped the agent */
+  budget_exhausted: boolean
+}
+
+export interface LlmGateway extends LlmEndpoint {
+  /** one `model` span per completion request, in arrival order */
+  readonly spans: Span[]
+  summary(): LlmGatewaySummary
+  /** stops accepting calls, aborts calls still in flight and closes every connection */
+  close(): Promise<void>
+}
+
+/** The request fields that describe how a model decodes, recorded on every span and attempt. */
+export const DECODING_FIELDS = [
+  'temperature',
+  'top_p',
+  'seed',
+  'max_tokens',
+  'max_completion_tokens',
+  'frequency_penalty',
+  'presence_penalty',
+  'stop',
+  'n',
+  'logprobs',
+  'top_logprobs',
+  'logit_bias',
+  'tool_choice',
+  'parallel_tool_calls',
+  'reasoning_effort',
+  'response_format',
+  'service_tier',
+] as const
+
+const MAX_BODY_BYTES = 16 * 1024 * 1024
+const DEFAULT_UPSTREAM_TIMEOUT_MS = 120_000
+
+/** The decoding settings a chat-completion request asks for (only the fields it sets). */
+export function decodingOf(request: Record<string, unknown>): Record<string, unknown> {
+  const decoding: Record<string, unknown> = {}
+  for (const field of DECODING_FIELDS) {
+    const value = request[field]
+    if (value === undefined || value === null) continue
+    // a response_format's schema can be large: its type says enough
+    decoding[field] = field === 'response_format' && typeof value === 'object' ? { type: (value as Record<string, unknown>)['type'] } : value
+  }
+  return decoding
+}
+
+/** Starts a gateway on 127.0.0.1 (a free port); close it when the attempt ends. */
+export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGateway> {
+  const now = opts.now ?? Date.now
+  const token = `forge-${randomBytes(24).toString('hex')}`
+  const tokenBytes = Buffer.from(token)
+  const upstreamBase = opts.upstream.baseURL.replace(/\/+$/, '')
+  const parent = opts.parentSpanId ?? 'agent'
+  const closing = new AbortController()
+
+  const spans: Span[] = []
+  let nextSpan = 0
+  const models: string[] = []
+  const usage = { input_tokens: 0, output_tokens: 0 }
+  let decoding: Record<string, unknown> | undefined
+  let cost: number | null = 0
+  let exhausted = false
+
+  const exhaust = (): void => {
+    if (exhausted) return
+    exhausted = true
+    opts.onBudgetExhausted?.('max_tokens')
+  }
+  const used = (): number => usage.input_tokens + usage.output_tokens
+
+  const handleCompletion = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const started = now()
+    const index = nextSpan++
+    const attributes: Record<string, unknown> = {}
+    const record = (status: string, model: string): void => {
+      const finished = now()
+      spans.push({
+        span_id: `model-${index}`,
+        parent_span_id: parent,
+        category: 'model',
+        name: model || 'chat.completions',
+        start_ms: Math.max(0, started - opts.startedAt),
+        duration_ms: Math.max(0, finished - started),
+        attributes: { status, ...attributes, latency_ms: Math.max(0, finished - started) },
+      })
+      // concurrent calls finish out of order: keep arrival order
+      spans.sort((a, b) => spanIndex(a) - spanIndex(b))
+    }
+    let body: Record<string, unknown>
+    let raw: string
+    try {
+      raw = await readBody(req)
+      const parsed: unknown = JSON.parse(raw)
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the body must be a JSON object')
+      body = parsed as Record<string, unknown>
+    } catch (error) {
+      attributes['error'] = errorMessage(error)
+      record('bad_request', '')
+      return sendError(res, 400, `invalid request body: ${errorMessage(error)}`, 'invalid_request_error', 'invalid_body')
+    }
+    const model = typeof body['model'] === 'string' ? body['model'] : ''
+    const callDecoding = decodingOf(body)
+    Object.assign(attributes, { model, ...callDecoding, messages: Array.isArray(body['messages']) ? body['messages'].length : 0 })
+    if (Array.isArray(body['tools'])) attributes['tools'] = body['tools'].length
+    if (model && !models.includes(model)) models.push(model)
+    decoding ??= callDecoding
+
+    if (!model || !Array.isArray(body['messages'])) {
+      record('bad_request', model)
+      return sendError(res, 400, 'a chat completion needs "model" (a string) and "messages" (an array)', 'invalid_request_error', 'invalid_body')
+    }
+    if (body['stream'] === true) {
+      record('bad_request', model)
+      return sendError(res, 400, 'the Forge LLM gateway does not stream: send "stream": false', 'invalid_request_error', 'stream_unsupported')
+    }
+    if (opts.maxTokens !== undefined && used() >= opts.maxTokens) {
+      exhaust()
+      record('budget_exhausted', model)
+      return sendError(
+        res,
+        400,
+        `token budget exhausted: ${used()} of max_tokens ${opts.maxTokens} used by this attempt`,
+        'budget_exhausted',
+        'max_tokens_budget_exhausted',
+      )
+    }
+
+    let upstream: Response
+    let text: string
+    try {
+      const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' }
+      if (opts.upstream.apiKey) headers['authorization'] = `Bearer ${opts.upstream.apiKey}`
+      upstream = await fetch(`${upstreamBase}/chat/completions`, {
+        method: 'POST',
+        headers,
+        body: raw,
+        signal: AbortSignal.any([closing.signal, AbortSignal.timeout(opts.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS)]),
+      })
+      text = await upstream.text()
+    } catch (error) {
+      attributes['error'] = `upstream unreachable: ${errorMessage(error)}`
+      record('upstream_error', model)
+      return sendError(res, 502, `the Forge LLM gateway could not reach the model: ${errorMessage(error)}`, 'upstream_error', 'upstream_unreachable')
+    }
+    attributes['http_status'] = upstream.status
+    if (!upstream.ok) {
+      attributes['error'] = text.slice(0, 500)
+      record('upstream_error', model)
+      res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' })
+      res.end(text)
+      return
+    }
+
+    let completion: Record<string, unknown> | undefined
+    try {
+      const parsed: unknown = JSON.parse(text)
+      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) completion = parsed as Record<string, unknown>
+    } catch {
+      completion = undefined
+    }
+    const callUsage = usageOf(completion)
+    const responseModel = typeof completion?.['model'] === 'string' ? completion['model'] : model
+    const [choice] = Array.isArray(completion?.['choices']) ? (completion['choices'] as Record<string, unknown>[]) : []
+    const message = choice?.['message'] as Record<string, unknown> | undefined
+    Object.assign(attributes, {
+      response_model: responseModel,
+      finish_reason: choice?.['finish_reason'] ?? null,
+      tool_calls: Array.isArray(message?.['tool_calls']) ? message['tool_calls'].length : 0,
+    })
+    if (callUsage === undefined) {
+      // a response without usage cannot be priced or budgeted: the cost becomes unavailable
+      attributes['usage'] = 'missing'
+      cost = null
+    } else {
+      usage.input_tokens += callUsage.input_tokens
+      usage.output_tokens += callUsage.output_tokens
+      const callCost = opts.priceTable ? (costOf(opts.priceTable, responseModel, callUsage) ?? costOf(opts.priceTable, model, callUsage)) : null
+      Object.assign(attributes, { input_tokens: callUsage.input_tokens, output_tokens: callUsage.output_tokens, cost_usd: callCost })
+      cost = cost === null || callCost === null ? null : cost + callCost
+      if (opts.maxTokens !== undefined && used() > opts.maxTokens) exhaust()
+    }
+    record('ok', model)
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(text)
+  }
+
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0] ?? ''
+    if (!authorized(req, tokenBytes)) {
+      req.resume()
+      return sendError(res, 401, 'invalid API key: use the per-attempt token the harness gave you', 'invalid_request_error', 'invalid_api_key')
+    }
+    if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/chat/completions')) {
+      handleCompletion(req, res).catch((error: unknown) => {
+        if (!res.headersSent) sendError(res, 500, `gateway error: ${errorMessage(error)}`, 'server_error', 'gateway_error')
+        else res.destroy()
+      })
+      return
+    }
+    req.resume()
+    sendError(res, 404, `the Forge LLM gateway serves only POST /v1/chat/completions, not ${req.method ?? '?'} ${path}`, 'invalid_request_error', 'not_found')
+  })
+  server.keepAliveTimeout = 5_000
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const { port } = server.address() as AddressInfo
+
+  let closed: Promise<void> | undefined
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    apiKey: token,
+    spans,
+    summary() {
+      return {
+        calls: spans.length,
+        usage: { ...usage },
+        cost_usd: opts.priceTable ? cost : null,
+        models: [...models],
+        decoding: { ...(decoding ?? {}) },
+        price_table_version: opts.priceTable ? priceTableLabel(opts.priceTable) : '',
+        budget_exhausted: exhausted,
+      }
+    },
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        closing.abort(new Error('the attempt ended'))
+        server.close(() => resolve())
+        server.closeAllConnections()
+      })
+      return closed
+    },
+  }
+}
+
+/** Resolves the upstream from adapter config (`base_url`, `api_key_env`) and the worker's environment. */
+export function resolveUpstream(config: Record<string, unknown>, env: NodeJS.ProcessEnv): LlmUpstream {
+  const baseURL = config['base_url'] ?? env['OPENAI_BASE_URL'] ?? 'https://api.openai.com/v1'
+  if (typeof baseURL !== 'string' || !/^https?:\/\//.test(baseURL)) {
+    throw new LlmConfigError(`adapter config base_url must be an http(s) URL, got ${JSON.stringify(baseURL)}`)
+  }
+  const keyVariable = config['api_key_env'] ?? 'OPENAI_API_KEY'
+  if (typeof keyVariable !== 'string' || keyVariable === '') throw new LlmConfigError('adapter config api_key_env must name an environment variable')
+  const apiKey = env[keyVariable]
+  if (config['api_key_env'] !== undefined && !apiKey) {
+    throw new LlmConfigError(`adapter config api_key_env names ${keyVariable}, which is not set in the worker's environment`)
+  }
+  return apiKey ? { baseURL, apiKey } : { baseURL }
+}
+
+function spanIndex(span: Span): number {
+  return Number(span.span_id.slice('model-'.length))
+}
+
+function usageOf(completion: Record<string, unknown> | undefined): TokenUsage | undefined {
+  const usage = completion?.['usage']
+  if (typeof usage !== 'object' || usage === null) return undefined
+  const { prompt_tokens: input, completion_tokens: output } = usage as Record<string, unknown>
+  if (typeof input !== 'number' || typeof output !== 'number') return undefined
+  return { input_tokens: Math.max(0, Math.round(input)), output_tokens: Math.max(0, Math.round(output)) }
+}
+
+function authorized(req: IncomingMessage, token: Buffer): boolean {
+  const header = req.headers['authorization']
+  const presented = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7).trim() : (req.headers['api-key'] ?? '')
+  const bytes = Buffer.from(typeof presented === 'string' ? presented : '')
+  return bytes.length === token.length && timingSafeEqual(bytes, token)
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req) {
+    const buffer = chunk as Buffer
+    size += buffer.length
+    if (size > MAX_BODY_BYTES) throw new Error(`the body is larger than ${MAX_BODY_BYTES} bytes`)
+    chunks.push(buffer)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function sendError(res: ServerResponse, status: number, message: string, type: string, code: string): void {
+  if (res.headersSent) return
+  res.writeHead(status, { 'content-type': 'application/json' })
+  res.end(JSON.stringify({ error: { message, type, code, param: null } }))
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

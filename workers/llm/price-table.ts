@@ -1,0 +1,59 @@
+/**
+ * Loads versioned price tables (YAML) for the worker: `prices/default.yaml` unless an adapter
+ * config names another with `price_table`. Parsed once per file and cached.
+ */
+import { readFile } from 'node:fs/promises'
+import path from 'node:path'
+import { parse as parseYaml } from 'yaml'
+import { PriceTable } from '../../core/pricing.js'
+import { packageRoot } from '../suite-loader.js'
+import { PriceTableError } from './errors.js'
+
+const cache = new Map<string, Promise<PriceTable>>()
+
+/** The price table shipped with Forge. */
+export function defaultPriceTablePath(): string {
+  return path.join(packageRoot(), 'prices', 'default.yaml')
+}
+
+/** The price table at `file` (default: Forge's own), validated; throws PriceTableError naming the problem. */
+export function loadPriceTable(file: string = defaultPriceTablePath()): Promise<PriceTable> {
+  const absolute = path.resolve(file)
+  let table = cache.get(absolute)
+  if (table === undefined) {
+    table = readPriceTable(absolute)
+    cache.set(absolute, table)
+    // a failed read is not cached: the file may be fixed before the next attempt
+    table.catch(() => cache.delete(absolute))
+  }
+  return table
+}
+
+/** The price table an adapter config asks for (`price_table: <path>`), else the default. */
+export function priceTableFor(config: Record<string, unknown>): Promise<PriceTable> {
+  const file = config['price_table']
+  if (file === undefined) return loadPriceTable()
+  if (typeof file !== 'string' || file === '') return Promise.reject(new PriceTableError(String(file), 'adapter config price_table must be a file path'))
+  return loadPriceTable(file)
+}
+
+async function readPriceTable(file: string): Promise<PriceTable> {
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (error) {
+    throw new PriceTableError(file, `cannot be read: ${(error as Error).message}`, { cause: error })
+  }
+  let raw: unknown
+  try {
+    raw = parseYaml(text)
+  } catch (error) {
+    throw new PriceTableError(file, `is not valid YAML: ${(error as Error).message}`, { cause: error })
+  }
+  const parsed = PriceTable.safeParse(raw)
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.map(String).join('.') || '(table)'}: ${i.message}`)
+    throw new PriceTableError(file, problems.join('; '))
+  }
+  return parsed.data
+}
