@@ -62,10 +62,23 @@ function lockedOr(error: unknown, path: string): Error {
   return new StoreError(`cannot open the embedded store at ${path}: ${message}`, { cause: error })
 }
 
-/** Runs a parameterized SELECT and returns its rows. */
-export async function queryRows<T>(client: ClickHouseClient, sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
+/**
+ * Runs a parameterized query and returns its rows. `readOnly` (every read path a user can reach:
+ * `forge sql`, the ingester's query service) makes ClickHouse refuse anything that writes.
+ */
+export async function queryRows<T>(
+  client: ClickHouseClient,
+  sql: string,
+  params: Record<string, unknown> = {},
+  opts: { readOnly?: boolean } = {},
+): Promise<T[]> {
   try {
-    const rs = await client.query({ query: sql, query_params: params, format: 'JSONEachRow' })
+    const rs = await client.query({
+      query: sql,
+      query_params: params,
+      format: 'JSONEachRow',
+      ...(opts.readOnly ? { clickhouse_settings: { readonly: '2' } } : {}),
+    })
     return (await rs.json()) as T[]
   } catch (error) {
     throw new StoreError(`query failed: ${(error as Error).message}\n  in: ${firstLine(sql)}`, { cause: error })
@@ -74,7 +87,7 @@ export async function queryRows<T>(client: ClickHouseClient, sql: string, params
 
 export function directReader(client: ClickHouseClient): StoreReader {
   return {
-    query: (sql, params) => queryRows(client, sql, params),
+    query: (sql, params) => queryRows(client, sql, params, { readOnly: true }),
     close: () => client.close(),
   }
 }

@@ -6,10 +6,10 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { jetstream, type JsMsg } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { AttemptResult, RunRecord } from '../core/contracts.js'
+import { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts.js'
 import { queryRows } from '../store/clickhouse.js'
 import { encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
-import { insertAttempts, insertRuns } from '../store/repositories.js'
+import { insertAttempts, insertBaselines, insertRuns } from '../store/repositories.js'
 import type { Logger } from './logger.js'
 
 export interface IngesterOptions {
@@ -75,6 +75,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   async function ingestBatch(batch: JsMsg[]): Promise<void> {
     const attempts = new Map<string, AttemptResult>()
     const runs: RunRecord[] = []
+    const baselines: BaselineRecord[] = []
     const good: JsMsg[] = []
     for (const msg of batch) {
       const parsed = parseMessage(msg)
@@ -85,6 +86,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
         continue
       }
       if (parsed.kind === 'attempt') attempts.set(parsed.value.attempt_uid, parsed.value)
+      else if (parsed.kind === 'baseline') baselines.push(parsed.value)
       else runs.push(parsed.value)
       good.push(msg)
     }
@@ -92,6 +94,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
       const now = Date.now()
       await insertAttempts(store, [...attempts.values()], now)
       await insertRuns(store, runs)
+      await insertBaselines(store, baselines)
     } catch (error) {
       logger.error({ err: error, messages: good.length }, 'insert failed; messages will be redelivered')
       for (const msg of good) msg.nak(1000)
@@ -127,6 +130,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
 type Parsed =
   | { ok: true; kind: 'attempt'; value: AttemptResult }
   | { ok: true; kind: 'run'; value: RunRecord }
+  | { ok: true; kind: 'baseline'; value: BaselineRecord }
   | { ok: false; error: string }
 
 function parseMessage(msg: JsMsg): Parsed {
@@ -139,6 +143,10 @@ function parseMessage(msg: JsMsg): Parsed {
   if (msg.subject === subjects.attempt) {
     const r = AttemptResult.safeParse(data)
     return r.success ? { ok: true, kind: 'attempt', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
+  }
+  if (msg.subject === subjects.baseline) {
+    const r = BaselineRecord.safeParse(data)
+    return r.success ? { ok: true, kind: 'baseline', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
   }
   if (msg.subject === subjects.run) {
     const r = RunRecord.safeParse(data)
@@ -163,7 +171,7 @@ async function answerQuery(store: ClickHouseClient, data: Uint8Array): Promise<S
     return { ok: false, error: `bad store query request: ${(error as Error).message}` }
   }
   try {
-    return { ok: true, rows: await queryRows(store, request.sql, request.params ?? {}) }
+    return { ok: true, rows: await queryRows(store, request.sql, request.params ?? {}, { readOnly: true }) }
   } catch (error) {
     return { ok: false, error: (error as Error).message }
   }

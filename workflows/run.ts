@@ -3,7 +3,9 @@
  * (≤ shard_size attempts each) so no single history nears Temporal's limits. Workflows do no I/O
  * and hold no big payloads: results travel through NATS; activities return small summaries.
  */
+import { RetryState } from '@temporalio/common'
 import {
+  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   continueAsNew,
@@ -14,7 +16,8 @@ import {
 } from '@temporalio/workflow'
 import type { RunPlan } from '../core/contracts.js'
 import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
-import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'
+import { attemptActivityOptions, bookkeepingActivityOptions, NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
+import { SequentialRun } from './sequential.js'
 
 export interface ShardInput {
   plan: RunPlan
@@ -36,13 +39,15 @@ export interface RunWorkflowInput {
   next_shard?: number
   tally?: RunTally
   started_at?: number
+  /** shards one execution runs before it continues as new (default 400; small in tests) */
+  shards_per_execution?: number
 }
 
 export interface RunWorkflowResult {
   run_id: string
   total: number
   tally: RunTally
-  status: 'completed' | 'cancelled'
+  status: 'completed'
 }
 
 const SHARDS_PER_EXECUTION = 400
@@ -55,6 +60,8 @@ export function shardRanges(total: number, shardSize: number): { start: number; 
 
 export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowResult> {
   const { plan } = input
+  // opt-in sequential stopping is its own path (workflows/sequential.ts); runs without it keep this one
+  if (plan.sequential) return SequentialRun(input)
   const book = proxyActivities<RunActivities>(bookkeepingActivityOptions)
   const total = plan.task_ids.length * plan.attempts
   const shards = shardRanges(total, plan.shard_size)
@@ -62,9 +69,10 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   let startedAt = input.started_at
   if (startedAt === undefined) startedAt = await book.recordRunStatus({ plan, status: 'running' })
 
+  let next = input.next_shard ?? 0
+  const perExecution = input.shards_per_execution ?? SHARDS_PER_EXECUTION
+  const stopAt = Math.min(shards.length, next + perExecution)
   try {
-    let next = input.next_shard ?? 0
-    const stopAt = Math.min(shards.length, next + SHARDS_PER_EXECUTION)
     const lane = async (): Promise<void> => {
       while (next < stopAt) {
         const index = next++
@@ -77,16 +85,14 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
       }
     }
     await Promise.all(Array.from({ length: Math.min(plan.max_shards_in_flight, stopAt - next) }, lane))
-    if (stopAt < shards.length) {
-      return await continueAsNew<typeof RunWorkflow>({ plan, next_shard: stopAt, tally, started_at: startedAt })
-    }
   } catch (error) {
-    if (isCancellation(error)) {
-      await CancellationScope.nonCancellable(() => book.recordRunStatus({ plan, status: 'cancelled', started_at: startedAt }))
-      throw error
-    }
-    await CancellationScope.nonCancellable(() => book.recordRunStatus({ plan, status: 'failed', started_at: startedAt }))
+    const status = isCancellation(error) ? 'cancelled' : 'failed'
+    await CancellationScope.nonCancellable(() => book.recordRunStatus({ plan, status, started_at: startedAt }))
     throw error
+  }
+  // outside the try: continue-as-new works by throwing, and is not a failure of the run
+  if (stopAt < shards.length) {
+    return await continueAsNew<typeof RunWorkflow>({ plan, next_shard: stopAt, tally, started_at: startedAt, shards_per_execution: perExecution })
   }
   await book.recordRunStatus({ plan, status: 'completed', started_at: startedAt })
   return { run_id: plan.run_id, total, tally, status: 'completed' }
@@ -130,9 +136,11 @@ export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
   return tally
 }
 
+/** Temporal gave up at once: thrown non-retryable, or of a type the retry policy lists as such. */
 function isNonRetryable(error: Error): boolean {
+  if (error instanceof ActivityFailure && error.retryState === RetryState.NON_RETRYABLE_FAILURE) return true
   const cause = (error as { cause?: unknown }).cause
-  return cause instanceof ApplicationFailure && cause.nonRetryable === true
+  return cause instanceof ApplicationFailure && (cause.nonRetryable === true || NON_RETRYABLE_ERROR_TYPES.includes(cause.type ?? ''))
 }
 
 function mergeTally(into: RunTally, from: RunTally): void {

@@ -51,6 +51,14 @@ describe('forge CLI', () => {
     expect(r.stderr).toMatch(/Error: .*nope/s)
   })
 
+  it('refuses SQL that would write, so nothing stored can be lost through forge sql', () => {
+    const drop = forge(['sql', 'DROP TABLE attempts'], stack.env)
+    expect(drop.status).toBe(5)
+    expect(drop.stderr).toMatch(/readonly/i)
+    const count = forge(['sql', 'SELECT count() AS n FROM attempts FINAL', '--json'], stack.env)
+    expect(Number((JSON.parse(count.stdout) as { n: string }[])[0]!.n)).toBeGreaterThan(0)
+  })
+
   it('validates every bundled suite, and names the file and field of a broken one', () => {
     const ok = forge(['tasks', 'validate'], stack.env)
     expect(ok.status).toBe(0)

@@ -128,13 +128,14 @@ async function runOnWorker(
   activities: RunActivities,
   runPlan: RunPlan,
   workflowId = `run-${randomUUID()}`,
+  extra: { shards_per_execution?: number } = {},
 ): Promise<{ handle: WorkflowHandle<typeof RunWorkflow>; result: Promise<RunWorkflowResult> }> {
   const taskQueue = `wf-test-${randomUUID()}`
   const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities })
   const handle = await env.client.workflow.start<typeof RunWorkflow>('RunWorkflow', {
     taskQueue,
     workflowId,
-    args: [{ plan: runPlan }],
+    args: [{ plan: runPlan, ...extra }],
   })
   // settle (resolve or reject) while the worker runs, then report the outcome to the caller
   const settled = await worker.runUntil(handle.result().then((value) => ({ value }), (error: unknown) => ({ error })))
@@ -293,6 +294,32 @@ describe('RunWorkflow with stub activities', () => {
       { plan: p, status: 'running' },
       { plan: p, status: 'failed', started_at: STARTED_AT },
     ])
+  })
+
+  it('continues as new after shards_per_execution shards without recording the run as failed', async () => {
+    const p = plan({ task_ids: ['a', 'b', 'c', 'd', 'e'], attempts: 1, shard_size: 1 })
+    const stub = stubActivities()
+    const { result } = await runOnWorker(stub.activities, p, `run-${randomUUID()}`, { shards_per_execution: 2 })
+    expect(await result).toEqual({ run_id: p.run_id, total: 5, tally: { outcomes: { pass: 5 }, not_executed: 0 }, status: 'completed' })
+    expect(stub.statuses.map((s) => s.status)).toEqual(['running', 'completed'])
+    expect(stub.attempts.map((c) => c.input.task_id).sort()).toEqual(['a', 'b', 'c', 'd', 'e'])
+  })
+
+  it('fails the run on an error whose type the retry policy lists as non-retryable, even when not thrown as such', async () => {
+    class ConfigError extends Error {
+      override name = 'ConfigError'
+    }
+    const p = plan({ task_ids: ['a'], attempts: 2, max_in_flight: 1 })
+    const stub = stubActivities({
+      fail: () => {
+        throw new ConfigError('adapter_config.model is missing')
+      },
+    })
+    const { result } = await runOnWorker(stub.activities, p)
+    const error = await result.then(() => undefined, (e: unknown) => e)
+    expect(error).toBeInstanceOf(WorkflowFailedError)
+    expect(stub.attempts.map((c) => c.try)).toEqual([1])
+    expect(stub.statuses.map((s) => s.status)).toEqual(['running', 'failed'])
   })
 })
 
