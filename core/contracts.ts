@@ -157,6 +157,11 @@ export const AgentTrace = z.object({
   self_report: z.string().optional(),
   /** the agent declined the task (e.g. "I can't help with that") */
   refused: z.boolean().default(false),
+  /**
+   * why isolation between attempts could not be guaranteed (e.g. an agent service without a reset
+   * endpoint); set by the adapter, it makes the attempt's validity `degraded`
+   */
+  isolation_degraded: z.string().optional(),
 })
 export type AgentTrace = z.infer<typeof AgentTrace>
 export type AgentTraceInput = z.input<typeof AgentTrace>

@@ -1,0 +1,80 @@
+/**
+ * A real, non-deterministic model drives the react loop: SmolLM2-135M-Instruct on node-llama-cpp,
+ * served OpenAI-compatibly on 127.0.0.1, through the real LLM gateway, tool proxy and verdict.
+ * Its answers are poor; this asserts the structure of what was recorded, not a score.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FAILURE_BUCKETS, Outcome } from '../../core/contracts.js'
+import type { LoadedSuite } from '../../core/plugins.js'
+import { priceTableLabel, type PriceTable } from '../../core/pricing.js'
+import { reactAdapter } from '../../workers/adapters/react.js'
+import { runAttempt } from '../../workers/attempt-runner.js'
+import { loadPriceTable } from '../../workers/llm/price-table.js'
+import { loadSuite } from '../../workers/suite-loader.js'
+import { startLlamaServer, type LlamaServer } from '../fakes/llama-server.js'
+
+let server: LlamaServer
+let suite: LoadedSuite
+let prices: PriceTable
+
+beforeAll(async () => {
+  ;[server, suite, prices] = await Promise.all([startLlamaServer(), loadSuite('smoke'), loadPriceTable()])
+})
+afterAll(async () => {
+  await server?.close()
+})
+
+describe('react on a real small model (SmolLM2-135M-Instruct, node-llama-cpp)', () => {
+  it('records model spans, usage, decoding, a zero cost and a verdict for every attempt', async () => {
+    const started = Date.now()
+    const results = []
+    for (const taskId of ['echo_greeting', 'sum_two_numbers']) {
+      const task = suite.tasks.find((t) => t.id === taskId)!
+      for (const attempt of [0]) {
+        const { result, trace } = await runAttempt({
+          suite,
+          // the model is slow next to a mock: give it time, the budget is not under test here
+          task: { ...task, budget: { ...task.budget, max_duration_ms: 30_000 } },
+          adapter: reactAdapter,
+          runId: 'real',
+          configId: 'smollm2',
+          attempt,
+          runSeed: 'real-model',
+          adapterConfig: { model: 'smollm2-135m-instruct', temperature: 0.8, max_tokens: 40, max_steps: 3 },
+          workerId: 'test',
+          priceTable: prices,
+          env: { OPENAI_BASE_URL: server.baseURL },
+        })
+        results.push(result)
+        const modelSpans = trace.spans.filter((s) => s.category === 'model')
+        expect(modelSpans.length).toBeGreaterThanOrEqual(1)
+        expect(modelSpans.length).toBeLessThanOrEqual(3)
+        for (const span of modelSpans) {
+          expect(span.attributes).toMatchObject({ status: 'ok', model: 'smollm2-135m-instruct', temperature: 0.8, max_tokens: 40, seed: Number(result.seed) })
+          expect(span.attributes['input_tokens']).toBeGreaterThan(0)
+        }
+        expect(Outcome.options).toContain(result.outcome)
+        expect(result.validity).toBe('valid')
+        expect(result.failure_bucket === null).toBe(result.outcome === 'pass')
+        if (result.failure_bucket !== null) expect(FAILURE_BUCKETS).toContain(result.failure_bucket)
+        expect(result.input_tokens).toBeGreaterThan(0)
+        expect(result.output_tokens).toBeGreaterThan(0)
+        expect(result).toMatchObject({
+          adapter: 'react',
+          model: 'smollm2-135m-instruct',
+          decoding: { temperature: 0.8, max_tokens: 40, seed: Number(result.seed) },
+          cost_usd: 0,
+          price_table_version: priceTableLabel(prices),
+        })
+      }
+    }
+    const wallMs = Date.now() - started
+    const { completions, prompt_tokens, completion_tokens, generation_ms } = server.stats
+    // measured, not asserted: printed for the record
+    console.log(
+      `real model: ${results.length} attempts, ${completions} completions, ${prompt_tokens} prompt + ${completion_tokens} completion tokens, ` +
+        `${((prompt_tokens + completion_tokens) / (generation_ms / 1000)).toFixed(0)} tokens/s, ${wallMs} ms; outcomes ${results.map((r) => `${r.task_id}:${r.outcome}/${r.failure_bucket ?? '-'}`).join(' ')}`,
+    )
+    expect(completions).toBeGreaterThanOrEqual(results.length)
+  })
+})
