@@ -77,15 +77,29 @@ export interface AdapterContext {
    * model, parameters and usage per call as spans, prices them and enforces max_tokens.
    */
   llm(): Promise<LlmEndpoint>
+  /**
+   * The task's golden trace: set by the runner for the `oracle` adapter only, which replays it to
+   * prove the task solvable. Ground truth never reaches any other adapter.
+   */
+  golden?: AgentTrace
 }
 
 /** What an adapter returns; the harness fills in tool calls, timing and budget fields itself. */
-export type AdapterOutput = Pick<AgentTraceInput, 'output' | 'self_report' | 'refused' | 'usage' | 'errors' | 'spans' | 'state_snapshots'>
+export type AdapterOutput = Pick<
+  AgentTraceInput,
+  'output' | 'self_report' | 'refused' | 'usage' | 'errors' | 'spans' | 'state_snapshots' | 'isolation_degraded'
+>
 
 /** One surface through which an agent is invoked: `invoke(payload, ctx) → trace`. */
 export interface AgentAdapter {
   name: string
   invoke(payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput>
+  /**
+   * How long the runner waits, after aborting at the deadline, for this adapter to stop its agent
+   * and hand back what it has (default 250 ms). Out-of-process adapters need longer: they return
+   * only once the agent's processes are gone.
+   */
+  stopGraceMs?: number
 }
 
 export interface GradeContext {

@@ -62,6 +62,8 @@ export const LIMITS = {
 } as const
 
 const DEFAULT_GRACE_MS = 250
+/** the one adapter that receives the task's golden trace */
+export const ORACLE_ADAPTER = 'oracle'
 
 /** The only thing the agent receives: instruction, input, allowlisted tool specs, denylist, budget. */
 export function buildInvocationPayload(task: Task, suite: LoadedSuite): InvocationPayload {
@@ -125,12 +127,15 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     budget,
     llm: () => (gateway ??= startGateway()),
   }
+  // ground truth goes to the oracle only: it replays the golden to prove the task solvable
+  const golden = adapter.name === ORACLE_ADAPTER ? suite.goldens.get(task.id) : undefined
+  if (golden !== undefined) ctx.golden = structuredClone(golden)
 
   const agentStarted = now()
   const invocation = await invokeWithDeadline(
     () => adapter.invoke(payload, ctx),
     budget.max_duration_ms,
-    opts.graceMs ?? DEFAULT_GRACE_MS,
+    opts.graceMs ?? adapter.stopGraceMs ?? DEFAULT_GRACE_MS,
     () => {
       tools.exhaust('max_duration_ms')
       controller.abort(new Error(`attempt deadline of ${budget.max_duration_ms} ms reached`))
@@ -174,6 +179,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   }
   if (budgetLimit !== undefined) traceInput.budget_exhausted = budgetLimit
   if (output?.self_report !== undefined) traceInput.self_report = output.self_report
+  if (output?.isolation_degraded !== undefined) traceInput.isolation_degraded = output.isolation_degraded
 
   let trace: AgentTrace
   const parsedTrace = AgentTrace.safeParse(traceInput)
@@ -220,7 +226,8 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   const finishedAt = now()
   trace.spans.push(span('grading', 'attempt', 'grading', 'grade', since(gradingStarted), finishedAt - gradingStarted, {}))
 
-  const verdict = decideVerdict(harnessError === undefined ? { trace, grades, invariants } : { trace, grades, invariants, harnessError })
+  const validity = trace.isolation_degraded !== undefined ? { validity: 'degraded' as const } : {}
+  const verdict = decideVerdict(harnessError === undefined ? { trace, grades, invariants, ...validity } : { trace, grades, invariants, harnessError, ...validity })
   const configDecoding = opts.adapterConfig['decoding']
   const decoding = {
     ...(typeof configDecoding === 'object' && configDecoding !== null && !Array.isArray(configDecoding) ? configDecoding : {}),

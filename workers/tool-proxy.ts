@@ -2,6 +2,10 @@
  * The tool proxy: the only door between an agent and a suite's tools. Every call is checked
  * (allowlist, denylist, argument schema), budgeted (tool calls, retries per tool) and recorded,
  * refused ones included. Budgets are enforced here, never trusted to the agent.
+ *
+ * Retry loops are caught per tool two ways: consecutive calls of a tool after its failure
+ * (`retry_index`), and the same failing call (tool + arguments) repeated with other calls in
+ * between; either past `max_retries_per_tool` exhausts the budget.
  */
 import type { Budget, BudgetLimit, Task, ToolCall, ToolSpec } from '../core/contracts.js'
 import type { LoadedSuite, ToolBox } from '../core/plugins.js'
@@ -46,8 +50,28 @@ export function createToolBox(opts: ToolBoxOptions): RecordingToolBox {
   // calls that got past the exhaustion check: what max_tool_calls counts
   let counted = 0
 
+  // failures of the same call (tool + args) since that tool last succeeded: catches a retry loop
+  // that interleaves other calls, which the consecutive retry index cannot see
+  const failedRepeats = new Map<string, number>()
+  const callKey = (name: string, args: unknown): string => {
+    try {
+      return `${name}\u0000${JSON.stringify(args) ?? ''}`
+    } catch {
+      return `${name}\u0000${String(args)}`
+    }
+  }
+
   const record = (call: ToolCall, outcome: CallOutcome): CallOutcome => {
-    calls.push(call)
+    // the index is taken when the call is recorded, so concurrent calls still get distinct ones
+    calls.push({ ...call, index: calls.length })
+    if (call.refused !== 'budget_exhausted') {
+      if (call.error === undefined) {
+        for (const key of failedRepeats.keys()) if (key.startsWith(`${call.name}\u0000`)) failedRepeats.delete(key)
+      } else {
+        const key = callKey(call.name, call.args)
+        failedRepeats.set(key, (failedRepeats.get(key) ?? 0) + 1)
+      }
+    }
     return outcome
   }
 
@@ -69,7 +93,7 @@ export function createToolBox(opts: ToolBoxOptions): RecordingToolBox {
       exhaustedBy = 'max_tool_calls'
       return refuse('budget_exhausted', `budget exhausted: at most ${budget.max_tool_calls} tool calls`, retryIndex)
     }
-    if (retryIndex > budget.max_retries_per_tool) {
+    if (retryIndex > budget.max_retries_per_tool || (failedRepeats.get(callKey(name, args)) ?? 0) > budget.max_retries_per_tool) {
       exhaustedBy = 'max_retries_per_tool'
       return refuse('budget_exhausted', `budget exhausted: at most ${budget.max_retries_per_tool} retries of "${name}"`, retryIndex)
     }

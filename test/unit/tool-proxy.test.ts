@@ -114,3 +114,70 @@ describe('createToolBox', () => {
     expect(executions()).toBe(0)
   })
 })
+
+describe('createToolBox retry storms and concurrency', () => {
+  it('stops the same failing call repeated with other calls in between', async () => {
+    const { toolBox, executions } = box({ max_tool_calls: 50, max_retries_per_tool: 2 })
+    for (let i = 0; i < 6; i += 1) {
+      await toolBox.call('flaky', { value: 'x' })
+      await toolBox.call('upper', { value: `v${i}` })
+    }
+    expect(toolBox.calls.map((c) => [c.name, c.retry_index, c.refused ?? c.error ?? 'ok'])).toEqual([
+      ['flaky', 0, 'service unavailable'],
+      ['upper', 0, 'ok'],
+      ['flaky', 0, 'service unavailable'],
+      ['upper', 0, 'ok'],
+      ['flaky', 0, 'service unavailable'],
+      ['upper', 0, 'ok'],
+      // the fourth identical failing call is a third retry: past max_retries_per_tool
+      ['flaky', 0, 'budget_exhausted'],
+      ['upper', 0, 'budget_exhausted'],
+      ['flaky', 0, 'budget_exhausted'],
+      ['upper', 0, 'budget_exhausted'],
+      ['flaky', 0, 'budget_exhausted'],
+      ['upper', 0, 'budget_exhausted'],
+    ])
+    expect(toolBox.exhaustedBy).toBe('max_retries_per_tool')
+    expect(executions()).toBe(6)
+  })
+
+  it('forgets failed calls of a tool once that tool succeeds', async () => {
+    let healthy = false
+    const task = fakeTask({ tools: ['sometimes', 'upper'], budget: { max_tool_calls: 50, max_retries_per_tool: 1 } })
+    const tools = [
+      fakeTool('sometimes', () => {
+        if (!healthy) throw new Error('down')
+        return 'up'
+      }),
+      fakeTool('upper', (args) => String(args['value']).toUpperCase()),
+    ]
+    const toolBox = createToolBox({ task, suite: fakeSuite({ tools, tasks: [task] }), attemptUid: 'a', budget: task.budget, startedAt: 0, now: () => 0 })
+    const steps: Array<[string, string, boolean]> = [
+      ['sometimes', 'x', false],
+      ['upper', 'a', false],
+      ['sometimes', 'y', true],
+      ['sometimes', 'x', false],
+      ['upper', 'b', false],
+      // without the success in between this would be the third failure of sometimes(x)
+      ['sometimes', 'x', false],
+    ]
+    for (const [name, value, up] of steps) {
+      healthy = up
+      await toolBox.call(name, { value })
+    }
+    expect(toolBox.calls.map((c) => c.refused ?? c.error ?? 'ok')).toEqual(['down', 'ok', 'ok', 'down', 'ok', 'down'])
+    expect(toolBox.exhausted).toBe(false)
+  })
+
+  it('gives concurrent calls distinct indexes in the order they finished', async () => {
+    const task = fakeTask({ tools: ['slow'], budget: { max_tool_calls: 10 } })
+    const tools = [fakeTool('slow', async (args) => new Promise((resolve) => setTimeout(() => resolve(args['value']), Number(String(args['value']).slice(1)))))]
+    const toolBox = createToolBox({ task, suite: fakeSuite({ tools, tasks: [task] }), attemptUid: 'a', budget: task.budget, startedAt: 0, now: () => 0 })
+    await Promise.all([toolBox.call('slow', { value: 'v30' }), toolBox.call('slow', { value: 'v1' }), toolBox.call('slow', { value: 'v15' })])
+    expect(toolBox.calls.map((c) => [c.index, c.result])).toEqual([
+      [0, 'v1'],
+      [1, 'v15'],
+      [2, 'v30'],
+    ])
+  })
+})

@@ -1,0 +1,120 @@
+/** The subprocess adapter against real agent processes: protocol, output, environment, crashes. */
+import { afterAll, describe, expect, it } from 'vitest'
+import { runAttempt } from '../../workers/attempt-runner.js'
+import { agentEnvironment, resolveCommand, subprocessAdapter } from '../../workers/adapters/subprocess.js'
+import { loadSuite } from '../../workers/suite-loader.js'
+import { removeTempSuites } from '../suites/temp-suite.js'
+import { agentPath, attempt, toolSuite } from './helpers.js'
+
+afterAll(() => removeTempSuites())
+
+const smoke = await loadSuite('smoke')
+
+describe('subprocess adapter', () => {
+  it.each([
+    ['JavaScript', ['node', 'examples/agents/echo-agent.mjs']],
+    ['Python', ['python3', 'examples/agents/echo_agent.py']],
+    ['JavaScript over the HTTP tool endpoint', ['node', 'examples/agents/http-tools-agent.mjs']],
+  ])('solves every smoke task with the %s example agent', async (label, command) => {
+    const config = { command, ...(label.includes('HTTP') ? { protocol: 'http' } : {}) }
+    const results = await Promise.all(smoke.tasks.map((task) => attempt(subprocessAdapter, config, smoke, task)))
+    const summary = Object.fromEntries(results.map(({ result }) => [result.task_id, [result.outcome, result.validity, result.error]]))
+    expect(summary).toEqual(Object.fromEntries(smoke.tasks.map((t) => [t.id, ['pass', 'valid', '']])))
+    const reverse = results.find(({ result }) => result.task_id === 'reverse_shout')!.result
+    expect(reverse.tool_calls.map(({ name, args, result, retry_index }) => ({ name, args, result, retry_index }))).toEqual([
+      { name: 'reverse', args: { text: 'stressed' }, result: 'desserts', retry_index: 0 },
+      { name: 'uppercase', args: { value: 'desserts' }, result: 'DESSERTS', retry_index: 0 },
+    ])
+  })
+
+  it('extracts a structured answer from prose on stdout with the fallback parser', async () => {
+    const { suite, task } = toolSuite({ outcome_graders: [{ type: 'exact', field: 'answer', expected: 'ABC' }] })
+    const { result, trace } = await attempt(subprocessAdapter, { command: ['node', agentPath('prose-answer.mjs')] }, suite, task)
+    expect([result.outcome, result.output]).toEqual(['pass', '{"answer":"ABC"}'])
+    expect(trace.spans.find((s) => s.name === 'agent-process')?.attributes).toMatchObject({ output_source: 'stdout_text', output_parser: 'fenced_json' })
+  })
+
+  it('records a crashing agent as agent failure with its exit code and stderr, not a harness error', async () => {
+    const { suite, task } = toolSuite()
+    const { result } = await attempt(subprocessAdapter, { command: ['node', agentPath('crash.mjs')] }, suite, task)
+    expect([result.outcome, result.validity, result.failure_bucket]).toEqual(['fail', 'valid', 'no_answer'])
+    expect(result.error).toBe('agent_exit: agent exited with code 3: agent: something went badly wrong')
+  })
+
+  it('answers an invalid tool_call with an error, records a protocol error, and never runs it', async () => {
+    const { suite, task, executions } = toolSuite({ outcome_graders: [{ type: 'contains', expected: 'OK' }] })
+    const { result } = await attempt(subprocessAdapter, { command: ['node', agentPath('bad-protocol.mjs')] }, suite, task)
+    expect(JSON.parse(result.output)).toEqual([
+      { type: 'tool_result', id: 'bad', ok: false, error: 'invalid tool_call message: name: Invalid input: expected string, received undefined' },
+      { type: 'tool_result', id: 'good', ok: true, result: 'OK' },
+    ])
+    expect(result.error).toBe('protocol_error: invalid tool_call message: name: Invalid input: expected string, received undefined')
+    expect(result.tool_calls.map((c) => c.name)).toEqual(['upper'])
+    expect(executions()).toBe(1)
+  })
+
+  it('fails the attempt as a harness error when the command cannot start', async () => {
+    const { suite, task } = toolSuite()
+    const { result } = await attempt(subprocessAdapter, { command: ['/nonexistent/agent-binary'] }, suite, task)
+    expect([result.outcome, result.validity, result.failure_bucket]).toEqual(['fail', 'invalid', 'harness_error'])
+    expect(result.error).toMatch(/^adapter "subprocess" threw: subprocess adapter: cannot start "\/nonexistent\/agent-binary" \(cwd .*forge-agent-.*\): spawn \/nonexistent\/agent-binary ENOENT$/)
+  })
+
+  it('rejects a config without a command, naming the field', async () => {
+    const { suite, task } = toolSuite()
+    const { result } = await attempt(subprocessAdapter, { comand: ['node'] }, suite, task)
+    expect(result.error).toBe('adapter "subprocess" threw: invalid subprocess adapter config: command: Invalid input: expected array, received undefined')
+  })
+
+  it('gives the agent the attempt\'s LLM gateway as OPENAI_BASE_URL/OPENAI_API_KEY only when config.llm is true', async () => {
+    const { suite, task } = toolSuite({ outcome_graders: [{ type: 'contains', expected: 'x' }] })
+    const upstreamEnv = { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-upstream-secret' }
+    const envOf = async (llm: boolean): Promise<Record<string, string>> => {
+      const { result } = await runAttempt({
+        suite,
+        task,
+        adapter: subprocessAdapter,
+        runId: 'run1',
+        configId: 'c0',
+        attempt: 0,
+        runSeed: 'seed',
+        adapterConfig: { command: ['node', agentPath('dump-everything.mjs')], llm },
+        workerId: 'w-test',
+        env: upstreamEnv,
+      })
+      return (JSON.parse(result.output) as { env: Record<string, string> }).env
+    }
+    expect(Object.keys(await envOf(false)).filter((k) => k.startsWith('OPENAI'))).toEqual([])
+    const env = await envOf(true)
+    expect(env['OPENAI_BASE_URL']).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/)
+    expect(env['OPENAI_BASE_URL']).not.toBe(upstreamEnv.OPENAI_BASE_URL)
+    // a per-attempt token of the gateway, never the real key
+    expect(env['OPENAI_API_KEY']).toMatch(/^\S{16,}$/)
+    expect(env['OPENAI_API_KEY']).not.toBe(upstreamEnv.OPENAI_API_KEY)
+  })
+})
+
+describe('agentEnvironment', () => {
+  it('keeps PATH, HOME and LANG of the worker, then the config, then the harness variables', () => {
+    const source = { PATH: '/bin', HOME: '/home/w', LANG: 'C.UTF-8', SECRET_TOKEN: 's3cr3t', OPENAI_API_KEY: 'sk-real', FORGE_NATS_URL: 'nats://x' }
+    expect(agentEnvironment({ env: { MODE: 'fast', FORGE_TOOL_URL: 'spoofed' } }, { FORGE_TOOL_URL: 'http://127.0.0.1:1/tools' }, source)).toEqual({
+      PATH: '/bin',
+      HOME: '/home/w',
+      LANG: 'C.UTF-8',
+      MODE: 'fast',
+      FORGE_TOOL_URL: 'http://127.0.0.1:1/tools',
+    })
+  })
+})
+
+describe('resolveCommand', () => {
+  it('makes existing relative file paths absolute and leaves programs and flags alone', () => {
+    expect(resolveCommand(['node', '--no-warnings', 'examples/agents/echo-agent.mjs', 'missing/file.mjs', '-e'], '/work/main')).toEqual([
+      'node',
+      '--no-warnings',
+      '/work/main/examples/agents/echo-agent.mjs',
+      'missing/file.mjs',
+      '-e',
+    ])
+  })
+})

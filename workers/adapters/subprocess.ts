@@ -1,0 +1,382 @@
+/**
+ * The subprocess adapter: a new process per attempt (process exit guarantees clean state), in any
+ * language. The agent is spawned detached as the leader of its own process group, in a fresh empty
+ * working directory, with an environment scrubbed to PATH, HOME and LANG plus what the config
+ * names. It reads its payload from the first stdin line and talks the JSON-lines protocol of
+ * core/agent-protocol.ts on stdio; with `protocol: "http"` it may also call tools over the
+ * per-attempt endpoint (FORGE_TOOL_URL / FORGE_TOOL_TOKEN). When it finishes, crashes or the
+ * attempt is aborted, the whole group gets SIGTERM, then SIGKILL after a grace, and the adapter
+ * returns only once no process of the group is left.
+ */
+import { spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { isAbsolute, join, resolve } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { z } from 'zod'
+import { AGENT_PROTOCOL_VERSION, parseAgentLine, type FinalMessage, type ToolResultMessage } from '../../core/agent-protocol.js'
+import type { InvocationPayload } from '../../core/contracts.js'
+import { normalizeAgentOutput } from '../../core/output-parser.js'
+import type { AdapterContext, AdapterOutput, AgentAdapter, ToolBox } from '../../core/plugins.js'
+import { stopProcessGroup, trackProcessGroup, type StopReport } from '../process-group.js'
+import { budgetWatchedToolBox } from '../tools/budget-watch.js'
+import { startToolEndpoint, type ToolEndpoint } from '../tools/endpoint.js'
+
+/** ctx.config of the subprocess adapter. */
+export const SubprocessConfig = z
+  .object({
+    /** argv of the agent: program and arguments; relative paths resolve against the worker's directory */
+    command: z.array(z.string().min(1)).min(1),
+    /** working directory; default: a fresh empty directory per attempt, removed afterwards */
+    cwd: z.string().min(1).optional(),
+    /** extra environment variables for the agent (nothing else of the worker's environment is passed) */
+    env: z.record(z.string(), z.string()).default({}),
+    /** `stdio` (tool calls as JSON lines) or `http` (also a tool endpoint in FORGE_TOOL_URL/FORGE_TOOL_TOKEN) */
+    protocol: z.enum(['stdio', 'http']).default('stdio'),
+    /** give the agent OPENAI_BASE_URL/OPENAI_API_KEY of the attempt's LLM gateway */
+    llm: z.boolean().default(false),
+    /** after SIGTERM, how long the agent's process group gets before SIGKILL */
+    kill_grace_ms: z.number().int().nonnegative().max(10_000).default(500),
+  })
+  .loose()
+export type SubprocessConfig = z.output<typeof SubprocessConfig>
+
+/** The only variables of the worker's own environment an agent process inherits. */
+export const INHERITED_ENV = ['PATH', 'HOME', 'LANG'] as const
+
+/** Caps on what is kept of an agent's output streams. */
+const MAX_TEXT_BYTES = 64 * 1024
+const MAX_STDERR_BYTES = 4 * 1024
+const MAX_LINE_BYTES = 1024 * 1024
+/** after `final`, how long the agent may take to exit by itself before its group is stopped */
+const EXIT_AFTER_FINAL_MS = 200
+
+export function parseSubprocessConfig(config: Record<string, unknown>): SubprocessConfig {
+  const parsed = SubprocessConfig.safeParse(config)
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.map(String).join('.') || '(config)'}: ${i.message}`)
+    throw new Error(`invalid subprocess adapter config: ${problems.join('; ')}`)
+  }
+  return parsed.data
+}
+
+/** The agent's environment: the allowlist, the config's variables, then the harness's own (which win). */
+export function agentEnvironment(
+  config: Pick<SubprocessConfig, 'env'>,
+  extra: Record<string, string>,
+  source: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const name of INHERITED_ENV) {
+    const value = source[name]
+    if (value !== undefined) env[name] = value
+  }
+  return { ...env, ...config.env, ...extra }
+}
+
+/**
+ * argv with relative paths that name existing files of `base` made absolute, so a command like
+ * `node examples/agents/echo-agent.mjs` still works from the attempt's empty working directory.
+ */
+export function resolveCommand(command: string[], base: string): string[] {
+  return command.map((arg) => {
+    if (arg.startsWith('-') || isAbsolute(arg) || !/[/\\.]/.test(arg)) return arg
+    const candidate = resolve(base, arg)
+    return existsSync(candidate) ? candidate : arg
+  })
+}
+
+interface AgentRun {
+  final: FinalMessage | undefined
+  text: string[]
+  textBytes: number
+  stderr: string
+  errors: Array<{ kind: string; message: string }>
+  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
+  /** why the harness stopped the agent before it finished, if it did */
+  stoppedFor: 'deadline' | 'budget' | undefined
+  stop: StopReport | undefined
+  spawnedAtMs: number
+  endedAtMs: number
+}
+
+export const subprocessAdapter: AgentAdapter = {
+  name: 'subprocess',
+  // SIGTERM grace + SIGKILL + reaping take longer than an in-process adapter needs to stop
+  stopGraceMs: 3_000,
+  async invoke(payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput> {
+    const config = parseSubprocessConfig(ctx.config)
+    const started = performance.now()
+    let ignoredBudget!: () => void
+    const budgetIgnored = new Promise<void>((resolveIgnored) => (ignoredBudget = resolveIgnored))
+    const tools = budgetWatchedToolBox(ctx.tools, () => ignoredBudget())
+    const harnessEnv: Record<string, string> = {}
+    let endpoint: ToolEndpoint | undefined
+    let scratch: string | undefined
+    try {
+      if (config.protocol === 'http') {
+        endpoint = await startToolEndpoint(tools)
+        harnessEnv['FORGE_TOOL_URL'] = endpoint.url
+        harnessEnv['FORGE_TOOL_TOKEN'] = endpoint.token
+      }
+      if (config.llm) {
+        const llm = await ctx.llm()
+        harnessEnv['OPENAI_BASE_URL'] = llm.baseURL
+        harnessEnv['OPENAI_API_KEY'] = llm.apiKey
+      }
+      let cwd = config.cwd
+      if (cwd === undefined) {
+        scratch = mkdtempSync(join(tmpdir(), 'forge-agent-'))
+        cwd = scratch
+        harnessEnv['TMPDIR'] = scratch
+      }
+      const command = resolveCommand(config.command, process.cwd())
+      const env = agentEnvironment(config, harnessEnv)
+      const run = await runAgentProcess({ command, cwd, env, payload, tools, signal: ctx.signal, budgetIgnored, killGraceMs: config.kill_grace_ms, started })
+      return toAdapterOutput(run, ctx)
+    } finally {
+      await endpoint?.close()
+      if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true })
+    }
+  },
+}
+
+interface AgentProcessOptions {
+  command: string[]
+  cwd: string
+  env: Record<string, string>
+  payload: InvocationPayload
+  tools: ToolBox
+  signal: AbortSignal
+  budgetIgnored: Promise<void>
+  killGraceMs: number
+  /** performance.now() when the adapter was invoked; span times are relative to it */
+  started: number
+}
+
+async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
+  const { signal, tools } = opts
+  const since = (): number => Math.max(0, Math.round(performance.now() - opts.started))
+  const run: AgentRun = {
+    final: undefined,
+    text: [],
+    textBytes: 0,
+    stderr: '',
+    errors: [],
+    exit: undefined,
+    stoppedFor: undefined,
+    stop: undefined,
+    spawnedAtMs: since(),
+    endedAtMs: since(),
+  }
+  if (signal.aborted) {
+    run.stoppedFor = 'deadline'
+    return run
+  }
+  const [program, ...args] = opts.command as [string, ...string[]]
+  const child = spawn(program, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
+  const spawned = await new Promise<{ ok: true } | { ok: false; error: Error }>((resolveSpawn) => {
+    child.once('spawn', () => resolveSpawn({ ok: true }))
+    child.once('error', (error) => resolveSpawn({ ok: false, error }))
+  })
+  if (!spawned.ok) {
+    throw new Error(`subprocess adapter: cannot start ${JSON.stringify(program)} (cwd ${opts.cwd}): ${spawned.error.message}`, { cause: spawned.error })
+  }
+  const pgid = child.pid as number
+  trackProcessGroup(pgid)
+  run.spawnedAtMs = since()
+
+  const exited = new Promise<void>((resolveExit) => {
+    child.once('exit', (code, exitSignal) => {
+      run.exit = { code, signal: exitSignal }
+      resolveExit()
+    })
+  })
+  // a write to an agent that already exited fails with EPIPE: that is the agent's business
+  child.stdin.on('error', () => undefined)
+  child.stderr.setEncoding('utf8')
+  child.stderr.on('data', (chunk: string) => {
+    run.stderr = (run.stderr + chunk).slice(-MAX_STDERR_BYTES)
+  })
+  const stdoutClosed = new Promise<void>((resolveClosed) => child.stdout.once('close', () => resolveClosed()))
+
+  let finalReceived!: () => void
+  const gotFinal = new Promise<void>((resolveFinal) => (finalReceived = resolveFinal))
+  const aborted = new Promise<void>((resolveAbort) => {
+    if (signal.aborted) resolveAbort()
+    else signal.addEventListener('abort', () => resolveAbort(), { once: true })
+  })
+
+  // tool calls are answered one at a time, in the order the agent sent them
+  let queue: Promise<void> = Promise.resolve()
+  const send = (message: ToolResultMessage): void => {
+    if (!child.stdin.destroyed && child.stdin.writable) child.stdin.write(`${JSON.stringify(message)}\n`)
+  }
+  const onLine = (line: string): void => {
+    const parsed = parseAgentLine(line)
+    switch (parsed.kind) {
+      case 'tool_call': {
+        const { id, name, args } = parsed.message
+        queue = queue.then(async () => {
+          if (run.stoppedFor !== undefined) return
+          const outcome = await tools.call(name, args ?? {})
+          send(outcome.ok ? { type: 'tool_result', id, ok: true, result: outcome.result ?? null } : { type: 'tool_result', id, ok: false, error: outcome.error })
+        })
+        break
+      }
+      case 'final':
+        run.final ??= parsed.message
+        finalReceived()
+        break
+      case 'invalid':
+        run.errors.push({ kind: 'protocol_error', message: `invalid ${parsed.type} message: ${parsed.problem}` })
+        if (parsed.type === 'tool_call' && parsed.id !== undefined) {
+          const id = parsed.id
+          queue = queue.then(() => send({ type: 'tool_result', id, ok: false, error: `invalid tool_call message: ${parsed.problem}` }))
+        }
+        break
+      case 'text':
+        if (run.textBytes < MAX_TEXT_BYTES) {
+          run.text.push(parsed.text)
+          run.textBytes += Buffer.byteLength(parsed.text) + 1
+        }
+        break
+    }
+  }
+  const splitter = lineSplitter(onLine, (bytes) =>
+    run.errors.push({ kind: 'protocol_error', message: `an output line longer than ${MAX_LINE_BYTES} bytes was dropped (${bytes} bytes)` }),
+  )
+  child.stdout.on('data', splitter.push)
+
+  child.stdin.write(`${JSON.stringify({ type: 'payload', protocol: AGENT_PROTOCOL_VERSION, payload: opts.payload })}\n`)
+
+  const how = await Promise.race([
+    gotFinal.then(() => 'final' as const),
+    exited.then(() => 'exit' as const),
+    aborted.then(() => 'deadline' as const),
+    opts.budgetIgnored.then(() => 'budget' as const),
+  ])
+  if (how === 'deadline' || how === 'budget') run.stoppedFor = how
+  if (how === 'final') {
+    // a well-behaved agent exits by itself once it answered; EOF on stdin tells it to
+    child.stdin.end()
+    await Promise.race([exited, sleep(EXIT_AFTER_FINAL_MS)])
+  }
+  run.endedAtMs = since()
+  // whatever happened, nothing of the group outlives the attempt (forked children included);
+  // past the deadline the agent gets a shorter grace, its time is already up
+  run.stop = await stopProcessGroup(pgid, { termGraceMs: how === 'deadline' ? Math.min(opts.killGraceMs, 200) : opts.killGraceMs })
+  if (run.stop.survivors.length > 0) {
+    run.errors.push({ kind: 'harness', message: `processes ${run.stop.survivors.join(', ')} of agent group ${pgid} survived SIGKILL` })
+  }
+  // the last lines may still be in the pipe; the group is gone, so it closes promptly
+  await Promise.race([stdoutClosed, sleep(100)])
+  splitter.end()
+  child.stdin.destroy()
+  child.stdout.destroy()
+  child.stderr.destroy()
+  await queue.catch(() => undefined)
+  return run
+}
+
+/** Splits a byte stream into UTF-8 lines; a line longer than MAX_LINE_BYTES is dropped, never buffered whole. */
+function lineSplitter(onLine: (line: string) => void, onDropped: (bytes: number) => void): { push(chunk: Buffer): void; end(): void } {
+  let pending: Buffer[] = []
+  let pendingBytes = 0
+  let dropping = false
+  let droppedBytes = 0
+  const flush = (tail: Buffer): void => {
+    if (dropping) {
+      onDropped(droppedBytes + tail.length)
+      dropping = false
+      droppedBytes = 0
+    } else {
+      onLine(Buffer.concat([...pending, tail]).toString('utf8').replace(/\r$/, ''))
+    }
+    pending = []
+    pendingBytes = 0
+  }
+  return {
+    push(chunk: Buffer) {
+      let start = 0
+      for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
+        flush(chunk.subarray(start, nl))
+        start = nl + 1
+      }
+      const rest = chunk.subarray(start)
+      if (rest.length === 0) return
+      if (dropping) {
+        droppedBytes += rest.length
+      } else if (pendingBytes + rest.length > MAX_LINE_BYTES) {
+        dropping = true
+        droppedBytes = pendingBytes + rest.length
+        pending = []
+        pendingBytes = 0
+      } else {
+        pending.push(Buffer.from(rest))
+        pendingBytes += rest.length
+      }
+    },
+    end() {
+      if (pendingBytes > 0 || dropping) flush(Buffer.alloc(0))
+    },
+  }
+}
+
+function toAdapterOutput(run: AgentRun, ctx: AdapterContext): AdapterOutput {
+  const errors = [...run.errors]
+  const stderrTail = run.stderr.trim().slice(-1000)
+  if (run.stoppedFor === 'deadline') {
+    errors.push({ kind: 'stopped', message: `agent stopped at the attempt deadline (${run.stop?.via ?? 'never started'})` })
+  } else if (run.stoppedFor === 'budget') {
+    errors.push({ kind: 'stopped', message: 'agent kept calling tools after its budget was exhausted; stopped' })
+  } else if (run.final === undefined && run.exit !== undefined && (run.exit.code !== 0 || run.exit.signal !== null)) {
+    const status = run.exit.signal !== null ? `signal ${run.exit.signal}` : `code ${String(run.exit.code)}`
+    errors.push({ kind: 'agent_exit', message: `agent exited with ${status}${stderrTail ? `: ${stderrTail}` : ''}` })
+  }
+  let rawOutput: unknown
+  let source: 'final' | 'stdout_text'
+  if (run.final !== undefined) {
+    rawOutput = run.final.output
+    source = 'final'
+  } else {
+    const text = run.text.join('\n').trim()
+    rawOutput = text === '' ? undefined : text
+    source = 'stdout_text'
+  }
+  const parsed = normalizeAgentOutput(rawOutput)
+  const output: AdapterOutput = {
+    output: parsed.value,
+    errors,
+    spans: [
+      {
+        span_id: 'subprocess',
+        parent_span_id: null,
+        category: 'harness',
+        name: 'agent-process',
+        start_ms: run.spawnedAtMs,
+        duration_ms: Math.max(0, run.endedAtMs - run.spawnedAtMs),
+        attributes: {
+          output_source: source,
+          output_parser: parsed.method,
+          exit_code: run.exit?.code ?? null,
+          exit_signal: run.exit?.signal ?? null,
+          stopped_for: run.stoppedFor ?? null,
+          tools_exhausted: ctx.tools.exhausted,
+        },
+      },
+      {
+        span_id: 'subprocess-stop',
+        parent_span_id: 'subprocess',
+        category: 'harness',
+        name: 'stop-process-group',
+        start_ms: run.endedAtMs,
+        duration_ms: run.stop?.elapsed_ms ?? 0,
+        attributes: { via: run.stop?.via ?? null },
+      },
+    ],
+  }
+  if (run.final?.self_report !== undefined) output.self_report = run.final.self_report
+  if (run.final?.refused !== undefined) output.refused = run.final.refused
+  return output
+}

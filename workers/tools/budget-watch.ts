@@ -1,0 +1,22 @@
+/** A tool box that notices an agent ignoring its budget, so an out-of-process adapter can stop it. */
+import type { ToolBox } from '../../core/plugins.js'
+
+/**
+ * The attempt's tool box, watched: an agent that calls a tool again after the box refused it for
+ * budget is not going to stop by itself, so `onIgnoredBudget` fires and the adapter stops it.
+ * The first refusal is delivered, so an agent that respects it can still give its answer.
+ */
+export function budgetWatchedToolBox(tools: ToolBox, onIgnoredBudget: () => void): ToolBox {
+  return {
+    specs: tools.specs,
+    get exhausted() {
+      return tools.exhausted
+    },
+    async call(name, args) {
+      const alreadyExhausted = tools.exhausted
+      const outcome = await tools.call(name, args)
+      if (alreadyExhausted) onIgnoredBudget()
+      return outcome
+    },
+  }
+}
