@@ -20,7 +20,7 @@ import {
 } from '../core/contracts.js'
 import { gradeAll, outputText } from '../core/graders/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
-import { priceTableLabel, type PriceTable } from '../core/pricing.js'
+import type { PriceTable } from '../core/pricing.js'
 import { seedFromString } from '../core/random.js'
 import { decideVerdict } from '../core/verdict.js'
 import { resolveUpstream, startLlmGateway, type LlmGateway } from './llm/gateway.js'
@@ -267,7 +267,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     output_tokens: trace.usage.output_tokens,
     model,
     decoding,
-    price_table_version: opts.priceTable ? priceTableLabel(opts.priceTable) : '',
+    price_table_version: opts.priceTable?.version ?? '',
     seed: String(seed),
     worker_id: opts.workerId,
     started_at: startedAt,

@@ -14,6 +14,7 @@ export default class Run extends ForgeCommand {
     '<%= config.bin %> run --suite smoke --adapter mock --attempts 5',
     '<%= config.bin %> run --suite ./suites/toy_math --attempts 20 --workers 4 --seed 42',
     '<%= config.bin %> run --suite smoke --task echo --task add --json',
+    'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
   ]
   static override flags = {
     suite: Flags.string({ char: 's', summary: 'Suite name (bundled), directory, or npm package.', default: 'smoke' }),
@@ -25,6 +26,7 @@ export default class Run extends ForgeCommand {
     task: Flags.string({ char: 't', summary: 'Only this task (repeatable).', multiple: true }),
     'run-id': Flags.string({ summary: 'Use this run id instead of a generated one.' }),
     'adapter-config': Flags.string({ summary: 'Adapter settings as JSON, e.g. \'{"skill":0.5}\'.' }),
+    model: Flags.string({ char: 'm', summary: 'Model for react, single_shot, langgraph and pydantic-ai (sets "model" in the adapter config).' }),
     'max-in-flight': Flags.integer({ summary: 'Attempt activities pending at once per shard (≤ 500).' }),
     'heartbeat-timeout': Flags.integer({ summary: 'Seconds without a heartbeat before an attempt is retried on another worker.' }),
   }
@@ -42,6 +44,7 @@ export default class Run extends ForgeCommand {
         throw new ConfigError('--adapter-config must be a JSON object')
       }
     }
+    if (flags.model !== undefined) adapterConfig = { ...adapterConfig, model: flags.model }
     const quiet = this.jsonEnabled()
     const report = await runSuite(
       resolveConfig(),

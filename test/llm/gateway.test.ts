@@ -87,7 +87,7 @@ describe('LLM gateway', () => {
       cost_usd: 0.14,
       models: ['priced-model'],
       decoding: { temperature: 0.2, seed: 7, top_p: 0.9, max_tokens: 64 },
-      price_table_version: 'test-1 (2026-11-30)',
+      price_table_version: 'test-1',
       budget_exhausted: false,
     })
   })

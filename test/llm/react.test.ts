@@ -96,7 +96,7 @@ describe('react adapter', () => {
       output_tokens: 10,
       model: 'scripted-1',
       decoding: { temperature: 0.3, seed: 11, max_tokens: 50 },
-      price_table_version: 'test-prices (2026-11-30)',
+      price_table_version: 'test-prices',
       tool_calls: [{ index: 0, name: 'upper', args: { value: 'abc' }, result: 'ABC', retry_index: 0, started_ms: expect.any(Number), duration_ms: expect.any(Number) }],
     })
     expect(result.cost_usd).toBeCloseTo((30 * 1_000 + 10 * 2_000) / 1e6, 12)

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FAILURE_BUCKETS, Outcome } from '../../core/contracts.js'
 import type { LoadedSuite } from '../../core/plugins.js'
-import { priceTableLabel, type PriceTable } from '../../core/pricing.js'
+import type { PriceTable } from '../../core/pricing.js'
 import { reactAdapter } from '../../workers/adapters/react.js'
 import { runAttempt } from '../../workers/attempt-runner.js'
 import { loadPriceTable } from '../../workers/llm/price-table.js'
@@ -64,7 +64,7 @@ describe('react on a real small model (SmolLM2-135M-Instruct, node-llama-cpp)', 
           model: 'smollm2-135m-instruct',
           decoding: { temperature: 0.8, max_tokens: 40, seed: Number(result.seed) },
           cost_usd: 0,
-          price_table_version: priceTableLabel(prices),
+          price_table_version: prices.version,
         })
       }
     }

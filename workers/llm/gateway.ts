@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import type { BudgetLimit, Span, TokenUsage } from '../../core/contracts.js'
 import type { LlmEndpoint } from '../../core/plugins.js'
-import { costOf, priceTableLabel, type PriceTable } from '../../core/pricing.js'
+import { costOf, type PriceTable } from '../../core/pricing.js'
 import { LlmConfigError } from './errors.js'
 
 /** Where the gateway forwards to: an OpenAI-compatible base URL (ending in /v1) and its key. */
@@ -49,7 +49,7 @@ export interface LlmGatewaySummary {
   models: string[]
   /** the decoding settings of the first call */
   decoding: Record<string, unknown>
-  /** `version (date)` of the price table, or '' without one */
+  /** the price table's version, or '' without one */
   price_table_version: string
   /** true once max_tokens stopped the agent */
   budget_exhausted: boolean
@@ -278,7 +278,7 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
         cost_usd: opts.priceTable ? cost : null,
         models: [...models],
         decoding: { ...(decoding ?? {}) },
-        price_table_version: opts.priceTable ? priceTableLabel(opts.priceTable) : '',
+        price_table_version: opts.priceTable?.version ?? '',
         budget_exhausted: exhausted,
       }
     },
