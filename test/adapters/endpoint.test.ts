@@ -1,0 +1,103 @@
+/** The per-attempt HTTP tool endpoint: token, routes, recording through the tool box. */
+import { afterEach, describe, expect, it } from 'vitest'
+import { createToolBox, type RecordingToolBox } from '../../workers/tool-proxy.js'
+import { startToolEndpoint, type ToolEndpoint } from '../../workers/tools/endpoint.js'
+import { toolSuite } from './helpers.js'
+
+let endpoint: ToolEndpoint | undefined
+afterEach(async () => {
+  await endpoint?.close()
+  endpoint = undefined
+})
+
+async function setUp(opts: { maxBodyBytes?: number } = {}): Promise<{ endpoint: ToolEndpoint; box: RecordingToolBox; executions: () => number }> {
+  const { suite, task, executions } = toolSuite()
+  const box = createToolBox({ task, suite, attemptUid: 'r/c/task_one/0', budget: task.budget, startedAt: 0, now: () => 0 })
+  endpoint = await startToolEndpoint(box, opts)
+  return { endpoint, box, executions }
+}
+
+async function request(url: string, init: { method?: string; token?: string | undefined; body?: string } = {}): Promise<{ status: number; body: unknown }> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  if (init.token !== undefined) headers['authorization'] = `Bearer ${init.token}`
+  const res = await fetch(url, { method: init.method ?? 'GET', headers, ...(init.body !== undefined ? { body: init.body } : {}) })
+  return { status: res.status, body: await res.json() }
+}
+
+describe('tool endpoint', () => {
+  it('listens on 127.0.0.1 with a 64-hex-digit token that differs per endpoint', async () => {
+    const { endpoint: first } = await setUp()
+    const { suite, task } = toolSuite()
+    const second = await startToolEndpoint(createToolBox({ task, suite, attemptUid: 'x', budget: task.budget, startedAt: 0 }))
+    try {
+      expect(first.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/tools$/)
+      expect(first.token).toMatch(/^[0-9a-f]{64}$/)
+      expect(second.token).not.toBe(first.token)
+      expect(second.url).not.toBe(first.url)
+    } finally {
+      await second.close()
+    }
+  })
+
+  it('lists the allowlisted tool specs', async () => {
+    const { endpoint } = await setUp()
+    const { status, body } = await request(endpoint.url, { token: endpoint.token })
+    expect(status).toBe(200)
+    expect((body as { tools: Array<{ name: string }> }).tools.map((t) => t.name)).toEqual(['upper', 'flaky'])
+  })
+
+  it('runs a call through the tool box, which records it', async () => {
+    const { endpoint, box } = await setUp()
+    expect(await request(`${endpoint.url}/upper`, { method: 'POST', token: endpoint.token, body: '{"value":"abc"}' })).toEqual({ status: 200, body: { ok: true, result: 'ABC' } })
+    expect(await request(`${endpoint.url}/flaky`, { method: 'POST', token: endpoint.token, body: '{"value":"x"}' })).toEqual({
+      status: 200,
+      body: { ok: false, error: 'service unavailable' },
+    })
+    expect(box.calls.map(({ name, args, result, error }) => ({ name, args, result, error }))).toEqual([
+      { name: 'upper', args: { value: 'abc' }, result: 'ABC', error: undefined },
+      { name: 'flaky', args: { value: 'x' }, result: undefined, error: 'service unavailable' },
+    ])
+  })
+
+  it('rejects a missing or wrong token with 401 on every route, recording nothing', async () => {
+    const { endpoint, box, executions } = await setUp()
+    const wrong = endpoint.token.replace(/.$/, (c) => (c === '0' ? '1' : '0'))
+    const attempts = [
+      await request(`${endpoint.url}/upper`, { method: 'POST', body: '{"value":"abc"}' }),
+      await request(`${endpoint.url}/upper`, { method: 'POST', token: wrong, body: '{"value":"abc"}' }),
+      await request(`${endpoint.url}/upper`, { method: 'POST', token: `${endpoint.token}0`, body: '{"value":"abc"}' }),
+      await request(endpoint.url, { token: 'guess' }),
+      await request(endpoint.url.replace('/tools', '/anything'), {}),
+    ]
+    expect(attempts.map((a) => a.status)).toEqual([401, 401, 401, 401, 401])
+    expect(box.calls).toEqual([])
+    expect(executions()).toBe(0)
+  })
+
+  it('records an unknown tool as hallucinated and a non-JSON body as a malformed call', async () => {
+    const { endpoint, box, executions } = await setUp()
+    await request(`${endpoint.url}/search`, { method: 'POST', token: endpoint.token, body: '{"q":"x"}' })
+    await request(`${endpoint.url}/upper`, { method: 'POST', token: endpoint.token, body: 'value=abc' })
+    expect(box.calls.map((c) => [c.name, c.args, c.refused])).toEqual([
+      ['search', { q: 'x' }, 'hallucinated_tool'],
+      ['upper', 'value=abc', 'malformed_tool_call'],
+    ])
+    expect(executions()).toBe(0)
+  })
+
+  it('answers unknown routes, wrong methods and oversized bodies without calling tools', async () => {
+    const { endpoint, box } = await setUp({ maxBodyBytes: 64 })
+    const base = endpoint.url.replace(/\/tools$/, '')
+    expect((await request(`${base}/other`, { token: endpoint.token })).status).toBe(404)
+    expect((await request(endpoint.url, { method: 'POST', token: endpoint.token, body: '{}' })).status).toBe(405)
+    expect((await request(`${endpoint.url}/upper`, { token: endpoint.token })).status).toBe(405)
+    expect((await request(`${endpoint.url}/upper`, { method: 'POST', token: endpoint.token, body: JSON.stringify({ value: 'x'.repeat(100) }) })).status).toBe(413)
+    expect(box.calls).toEqual([])
+  })
+
+  it('refuses connections once closed', async () => {
+    const { endpoint } = await setUp()
+    await endpoint.close()
+    await expect(fetch(endpoint.url, { headers: { authorization: `Bearer ${endpoint.token}` } })).rejects.toThrow()
+  })
+})
