@@ -1,4 +1,4 @@
-// Answers with everything it can see: env, argv, cwd and its files, the stdin payload line.
+// Answers with everything it can see: env, argv, cwd and its files, the stdin payload line, the tool list.
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { receive, send } from './protocol.mjs'
@@ -14,5 +14,9 @@ function files(dir, depth = 0) {
   }
   return out
 }
-const dump = { env: process.env, argv: process.argv, execArgv: process.execArgv, cwd: process.cwd(), files: files(process.cwd()), stdin: first }
+// in http mode, what the tool endpoint lists as well
+const listed = process.env.FORGE_TOOL_URL
+  ? await (await fetch(process.env.FORGE_TOOL_URL, { headers: { authorization: `Bearer ${process.env.FORGE_TOOL_TOKEN}` } })).json()
+  : null
+const dump = { env: process.env, argv: process.argv, execArgv: process.execArgv, cwd: process.cwd(), files: files(process.cwd()), stdin: first, listed }
 send({ type: 'final', output: JSON.stringify(dump) })
