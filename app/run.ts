@@ -7,12 +7,20 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
 import { createHash, randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { RunPlan, type Task } from '../core/contracts.js'
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { RunPlan, type SequentialRule, type Task } from '../core/contracts.js'
+import { estimateRunCost, heuristicUsage, type CostEstimate } from '../core/estimate.js'
+import type { PriceTable } from '../core/pricing.js'
+import type { LoadedSuite } from '../core/plugins.js'
 import { connectBus, subjects, type ProgressEvent } from '../store/bus.js'
-import { countAttempts, getRun } from '../store/repositories.js'
+import { countAttempts, getRun, observedUsage } from '../store/repositories.js'
 import type { ForgeConfig } from '../stack/config.js'
 import { ConfigError } from '../stack/errors.js'
 import { stackUp } from '../stack/local-stack.js'
+import { buildInvocationPayload } from '../workers/attempt-runner.js'
+import { PriceTableError } from '../workers/llm/errors.js'
+import { priceTableFor } from '../workers/llm/price-table.js'
 import { loadSuite } from '../workers/suite-loader.js'
 import { adapters } from '../workers/adapters/index.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
@@ -35,6 +43,13 @@ export interface RunOptions {
   heartbeatTimeoutMs?: number
   /** how long to wait for ClickHouse to hold every published attempt */
   ingestTimeoutMs?: number
+  /** a price table file (default: Forge's prices/default.yaml); its version and date are stamped on the run */
+  priceTable?: string
+  /** stamped on the run so `forge compare` can warn when two runs were judged differently */
+  judgeModel?: string
+  judgePromptVersion?: string
+  /** opt-in sequential stopping: a task stops once its Wilson interval is at most `width` wide */
+  sequential?: { width: number; roundSize?: number; minAttempts?: number }
 }
 
 export type RunEvent =
@@ -60,22 +75,47 @@ export function newRunId(now = new Date()): string {
   return `r${stamp}-${randomBytes(3).toString('hex')}`
 }
 
-/** A configuration's identity: the same adapter and settings give the same id across runs. */
+/**
+ * A configuration's identity: the same adapter and settings give the same id across runs. The
+ * price table is left out: it changes what an attempt costs, not what the agent does.
+ */
 export function configIdOf(adapter: string, adapterConfig: Record<string, unknown>): string {
-  const digest = createHash('sha256').update(JSON.stringify({ adapter, adapterConfig })).digest('hex')
+  const { price_table: _priceTable, ...settings } = adapterConfig
+  const digest = createHash('sha256').update(JSON.stringify({ adapter, adapterConfig: settings })).digest('hex')
   return `${adapter}-${digest.slice(0, 8)}`
 }
 
-export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (event: RunEvent) => void = () => undefined): Promise<RunReport> {
+interface PreparedRun {
+  suite: LoadedSuite
+  tasks: Task[]
+  plan: RunPlan
+  priceTable: PriceTable
+}
+
+/** Validates options and the suite, loads the price table and builds the plan; starts nothing. */
+async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
   validateRunOptions(opts)
   const suite = await loadSuite(opts.suite)
   const tasks = selectTasks(suite.tasks, opts.taskIds, suite.path)
-  const runId = opts.runId ?? newRunId()
-  const seed = opts.seed ?? randomBytes(4).toString('hex')
-  const adapterConfig = opts.adapterConfig ?? {}
+  const adapterConfig = { ...(opts.adapterConfig ?? {}) }
+  // workers read the table from the adapter config (workers/llm/price-table.ts); absolute, so any worker finds it
+  if (opts.priceTable !== undefined) adapterConfig['price_table'] = resolve(opts.priceTable)
+  else if (typeof adapterConfig['price_table'] === 'string') adapterConfig['price_table'] = resolve(adapterConfig['price_table'])
+  let priceTable: PriceTable
+  try {
+    priceTable = await priceTableFor(adapterConfig)
+  } catch (error) {
+    if (error instanceof PriceTableError) throw new ConfigError(error.message, { cause: error })
+    throw error
+  }
   const longestBudget = Math.max(...tasks.map((t) => t.budget.max_duration_ms))
-  const plan = RunPlan.parse({
-    run_id: runId,
+  const sequential: SequentialRule | undefined = opts.sequential && {
+    width: opts.sequential.width,
+    round_size: opts.sequential.roundSize ?? 10,
+    min_attempts: opts.sequential.minAttempts ?? 10,
+  }
+  const parsed = RunPlan.safeParse({
+    run_id: opts.runId ?? newRunId(),
     config_id: configIdOf(opts.adapter, adapterConfig),
     suite_path: suite.path,
     suite: suite.name,
@@ -83,11 +123,90 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
     attempts: opts.attempts,
     adapter: opts.adapter,
     adapter_config: adapterConfig,
-    seed,
+    seed: opts.seed ?? randomBytes(4).toString('hex'),
     ...(opts.maxInFlight ? { max_in_flight: opts.maxInFlight } : {}),
     attempt_timeout_ms: longestBudget + 60_000,
     ...(opts.heartbeatTimeoutMs ? { heartbeat_timeout_ms: opts.heartbeatTimeoutMs } : {}),
+    price_table_version: priceTable.version,
+    price_table_date: priceTable.date,
+    suite_hash: suite.contentHash,
+    judge_model: opts.judgeModel ?? '',
+    judge_prompt_version: opts.judgePromptVersion ?? '',
+    ...(sequential ? { sequential } : {}),
   })
+  if (!parsed.success) {
+    throw new ConfigError(`invalid run settings: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`)
+  }
+  return { suite, tasks, plan: parsed.data, priceTable }
+}
+
+export interface DryRunReport {
+  dry_run: true
+  suite: string
+  suite_path: string
+  suite_hash: string
+  tasks: string[]
+  attempts_per_task: number
+  adapter: string
+  config_id: string
+  adapter_config: Record<string, unknown>
+  seed: string
+  sequential: SequentialRule | null
+  estimate: CostEstimate
+}
+
+/**
+ * `forge run --dry-run`: validates the suite and options, resolves the configuration and estimates
+ * the run's token cost, without starting a server or calling a model. Earlier attempts of the same
+ * suite and model, when the store holds some, give the estimate; else payload sizes do.
+ */
+export async function dryRun(config: ForgeConfig, opts: RunOptions): Promise<DryRunReport> {
+  const { suite, tasks, plan, priceTable } = await prepareRun(opts)
+  const model = typeof plan.adapter_config['model'] === 'string' ? plan.adapter_config['model'] : plan.adapter
+  const observed = await readObservedUsage(config, suite.name, model)
+  const estimate = estimateRunCost({
+    model,
+    table: priceTable,
+    attemptsPerTask: plan.attempts,
+    perTask: tasks.map((task) => heuristicUsage(buildInvocationPayload(task, suite))),
+    ...(observed ? { observed } : {}),
+  })
+  return {
+    dry_run: true,
+    suite: suite.name,
+    suite_path: suite.path,
+    suite_hash: suite.contentHash,
+    tasks: plan.task_ids,
+    attempts_per_task: plan.attempts,
+    adapter: plan.adapter,
+    config_id: plan.config_id,
+    adapter_config: plan.adapter_config,
+    seed: plan.seed,
+    sequential: plan.sequential ?? null,
+    estimate,
+  }
+}
+
+/** Earlier usage from the store when one is reachable without starting anything; otherwise none. */
+async function readObservedUsage(config: ForgeConfig, suite: string, model: string): Promise<Awaited<ReturnType<typeof observedUsage>>> {
+  if (!config.clickhouseUrl && !existsSync(config.storePath)) return undefined
+  try {
+    const reader = await openReader(config)
+    try {
+      return await observedUsage(reader, suite, model)
+    } finally {
+      await reader.close()
+    }
+  } catch {
+    // an estimate is best-effort: a busy or absent store falls back to the heuristic
+    return undefined
+  }
+}
+
+export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (event: RunEvent) => void = () => undefined): Promise<RunReport> {
+  const { suite, tasks, plan } = await prepareRun(opts)
+  const runId = plan.run_id
+  const seed = plan.seed
   const total = tasks.length * opts.attempts
 
   const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
@@ -125,6 +244,8 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
       throw error
     }
     const published = Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
+    // a sequential run schedules fewer attempts than tasks × attempts when tasks stop early
+    const scheduled = result.total
     const wallMs = Date.now() - started
     progress.stop()
 
@@ -147,10 +268,10 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
         seed,
         suite: suite.name,
         adapter: opts.adapter,
-        expected_attempts: total,
+        expected_attempts: scheduled,
         not_executed: result.tally.not_executed,
         wall_ms: wallMs,
-        attempts_per_second: total / Math.max(wallMs / 1000, 0.001),
+        attempts_per_second: scheduled / Math.max(wallMs / 1000, 0.001),
       }
     } finally {
       await reader.close()

@@ -1,39 +1,49 @@
-/** Run statistics: counts come from ClickHouse, intervals and the suite rate from core/stats. */
+/**
+ * Run statistics: counts, sums and latency percentiles come from ClickHouse (one scan); rates,
+ * intervals, pass@k / pass^k, consistency and cost figures from core/report. Each suite stands apart.
+ */
+import type { RunStamps } from '../core/compare.js'
 import type { RunRecord } from '../core/contracts.js'
-import { rateOf, suiteRate, type Rate } from '../core/stats.js'
+import { DEFAULT_KS, suiteFigures, type SuiteFigures, type TaskFigures } from '../core/report.js'
 import type { StoreReader } from '../store/clickhouse.js'
-import { getRun, outcomeCounts } from '../store/repositories.js'
+import { getRun, outcomeCounts, runAggregates } from '../store/repositories.js'
 
-export interface TaskStats extends Rate {
-  task_id: string
+export interface TaskStats extends TaskFigures {
   outcomes: Record<string, number>
   failure_buckets: Record<string, number>
+  /** a sequential run stopped this task early: its interval was narrow enough */
+  stopped_early: boolean
 }
+
+export type SuiteStats = Omit<SuiteFigures, 'tasks'>
 
 export interface RunStats {
   run: RunRecord | undefined
   run_id: string
   attempts: number
+  /** every task of the run, sorted by suite then task */
   tasks: TaskStats[]
-  /** unweighted mean of per-task success rates */
+  /** one entry per suite: suites are never pooled */
+  suites: SuiteStats[]
+  /** the unweighted mean of per-task success rates when the run has one suite; null for several (never pooled) */
   suite_rate: number | null
   outcomes: Record<string, number>
   failure_buckets: Record<string, number>
   validity: Record<string, number>
+  stamps: RunStamps
+  ks: number[]
 }
 
-export async function getRunStats(reader: StoreReader, runId: string): Promise<RunStats> {
-  const [run, rows] = await Promise.all([getRun(reader, runId), outcomeCounts(reader, runId)])
-  const byTask = new Map<string, { k: number; n: number; outcomes: Record<string, number>; failure_buckets: Record<string, number> }>()
+export async function getRunStats(reader: StoreReader, runId: string, ks: readonly number[] = DEFAULT_KS): Promise<RunStats> {
+  const [run, rows, aggregates] = await Promise.all([getRun(reader, runId), outcomeCounts(reader, runId), runAggregates(reader, runId)])
+  const breakdown = new Map<string, { outcomes: Record<string, number>; failure_buckets: Record<string, number> }>()
   const outcomes: Record<string, number> = {}
   const failure_buckets: Record<string, number> = {}
   const validity: Record<string, number> = {}
   let attempts = 0
   for (const row of rows) {
-    const task = byTask.get(row.task_id) ?? { k: 0, n: 0, outcomes: {}, failure_buckets: {} }
-    byTask.set(row.task_id, task)
-    task.n += row.n
-    if (row.outcome === 'pass') task.k += row.n
+    const task = breakdown.get(row.task_id) ?? { outcomes: {}, failure_buckets: {} }
+    breakdown.set(row.task_id, task)
     add(task.outcomes, row.outcome, row.n)
     add(outcomes, row.outcome, row.n)
     add(validity, row.validity, row.n)
@@ -43,8 +53,40 @@ export async function getRunStats(reader: StoreReader, runId: string): Promise<R
     }
     attempts += row.n
   }
-  const tasks = [...byTask.entries()].map(([task_id, t]) => ({ task_id, ...rateOf(t.k, t.n), outcomes: t.outcomes, failure_buckets: t.failure_buckets }))
-  return { run, run_id: runId, attempts, tasks, suite_rate: suiteRate(tasks).rate, outcomes, failure_buckets, validity }
+  const stopped = new Set(run?.stopped_tasks ?? [])
+  const figures = suiteFigures(aggregates.tasks, aggregates.suites, ks)
+  const tasks = figures.flatMap((s) =>
+    s.tasks.map((t) => ({
+      ...t,
+      outcomes: breakdown.get(t.task_id)?.outcomes ?? {},
+      failure_buckets: breakdown.get(t.task_id)?.failure_buckets ?? {},
+      stopped_early: stopped.has(t.task_id),
+    })),
+  )
+  const suites = figures.map(({ tasks: _tasks, ...suite }) => suite)
+  return {
+    run,
+    run_id: runId,
+    attempts,
+    tasks,
+    suites,
+    suite_rate: suites.length === 1 ? suites[0]!.success.rate : null,
+    outcomes,
+    failure_buckets,
+    validity,
+    stamps: stampsOf(run),
+    ks: [...ks],
+  }
+}
+
+export function stampsOf(run: RunRecord | undefined): RunStamps {
+  return {
+    price_table_version: run?.price_table_version ?? '',
+    price_table_date: run?.price_table_date ?? '',
+    suite_hash: run?.suite_hash ?? '',
+    judge_model: run?.judge_model ?? '',
+    judge_prompt_version: run?.judge_prompt_version ?? '',
+  }
 }
 
 function add(into: Record<string, number>, key: string, n: number): void {

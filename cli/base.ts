@@ -3,8 +3,8 @@ import { ConfigError, MissingBinaryError, StackStartError } from '../stack/error
 import { BusError, StoreError } from '../store/errors.js'
 import { SuiteLoadError } from '../workers/errors.js'
 
-/** Exit codes a script can branch on. */
-export const EXIT = { failure: 1, badInput: 2, missingBinary: 3, stack: 4, store: 5 } as const
+/** Exit codes a script can branch on; `regression` is forge compare's "a regression was found". */
+export const EXIT = { failure: 1, badInput: 2, missingBinary: 3, stack: 4, store: 5, regression: 6 } as const
 
 /** Every Forge command: known failures become one clear message and a distinct exit code, never a stack trace. */
 export abstract class ForgeCommand extends Command {

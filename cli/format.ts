@@ -23,3 +23,31 @@ export function counts(record: Record<string, number>): string {
   const entries = Object.entries(record).sort((a, b) => b[1] - a[1])
   return entries.length === 0 ? 'none' : entries.map(([k, v]) => `${k} ${v}`).join(', ')
 }
+
+/** US dollars with enough digits for sub-cent figures; n/a when unavailable (never $0 for unknown). */
+export function usd(x: number | null | undefined): string {
+  if (x === null || x === undefined) return 'n/a'
+  if (x === 0) return '$0'
+  return Math.abs(x) < 0.01 ? `$${x.toPrecision(3)}` : `$${x.toFixed(4)}`
+}
+
+/** A number with a fixed number of decimals; n/a when unavailable. */
+export function num(x: number | null | undefined, digits = 1): string {
+  return x === null || x === undefined ? 'n/a' : x.toFixed(digits)
+}
+
+/** Milliseconds, whole above 10 ms. */
+export function ms(x: number | null | undefined): string {
+  if (x === null || x === undefined) return 'n/a'
+  return x >= 10 ? x.toFixed(0) : x.toFixed(1)
+}
+
+/** A signed percentage-point difference of two rates, e.g. -12.5 pp. */
+export function pp(x: number | null | undefined): string {
+  return x === null || x === undefined ? 'n/a' : `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)} pp`
+}
+
+/** A p-value, readable at both ends. */
+export function pValue(p: number): string {
+  return p < 0.0001 ? '<0.0001' : p.toFixed(4)
+}

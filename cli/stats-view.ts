@@ -1,19 +1,88 @@
-import type { RunStats } from '../app/stats.js'
-import { counts, interval, pct, table } from './format.js'
+import type { RunStamps } from '../core/compare.js'
+import type { RunStats, SuiteStats, TaskStats } from '../app/stats.js'
+import { counts, interval, ms, num, pct, table, usd } from './format.js'
 
-/** The per-task table, suite rate, outcome and failure-bucket counts of one run. */
+/** The stamps every report prints: price table version and date, suite content, judge. */
+export function stampLine(stamps: RunStamps): string {
+  const price = stamps.price_table_version === '' ? 'price table not recorded' : `price table ${stamps.price_table_version} (${stamps.price_table_date || 'no date'})`
+  const suite = stamps.suite_hash === '' ? '' : `   suite content ${stamps.suite_hash.slice(0, 12)}`
+  const judge = stamps.judge_model === '' ? '' : `   judge ${stamps.judge_model}${stamps.judge_prompt_version ? ` prompt ${stamps.judge_prompt_version}` : ''}`
+  return `${price}${suite}${judge}`
+}
+
+/** A run's report: per suite, a success table and a cost/latency table, then the suite's headline figures. */
 export function printRunStats(log: (line: string) => void, stats: RunStats): void {
   const run = stats.run
   log(`run ${stats.run_id}${run ? `  suite ${run.suite}  adapter ${run.adapter}  status ${run.status}` : ''}`)
-  log(
-    table(
-      ['task', 'k/n', 'success', 'wilson 95%', 'failure buckets'],
-      stats.tasks.map((t) => [t.task_id, `${t.k}/${t.n}`, pct(t.rate), interval(t.low, t.high), counts(t.failure_buckets)]),
-      ['l', 'r', 'r', 'l', 'l'],
-    ),
-  )
-  log('')
-  log(`suite success (unweighted mean of ${stats.tasks.length} task rates): ${pct(stats.suite_rate)}`)
+  log(stampLine(stats.stamps))
+  const ks = stats.ks.filter((k) => k > 1)
+  for (const suite of stats.suites) {
+    const tasks = stats.tasks.filter((t) => t.suite === suite.suite)
+    if (stats.suites.length > 1) log(`\nsuite ${suite.suite} (reported apart: suites are never pooled)`)
+    log('')
+    log(
+      table(
+        ['task', 'k/n', 'success', 'wilson 95%', ...ks.flatMap((k) => [`pass@${k}`, `pass^${k}`]), 'consistency', 'failure buckets'],
+        tasks.map((t) => [
+          t.task_id,
+          `${t.k}/${t.n}${t.stopped_early ? '*' : ''}`,
+          pct(t.rate),
+          interval(t.low, t.high),
+          ...ks.flatMap((k) => passCells(t, k)),
+          num(t.consistency, 2),
+          counts(t.failure_buckets),
+        ]),
+        ['l', 'r', 'r', 'l', ...ks.flatMap((): ('l' | 'r')[] => ['r', 'r']), 'r', 'l'],
+      ),
+    )
+    log('')
+    log(
+      table(
+        ['task', 'p50 ms', 'p90 ms', 'p99 ms', 'tool calls', 'tokens in', 'tokens out', 'cost/attempt', 'cost/success'],
+        tasks.map((t) => [
+          t.task_id,
+          ms(t.latency_ms?.p50),
+          ms(t.latency_ms?.p90),
+          ms(t.latency_ms?.p99),
+          num(t.tool_calls_per_attempt, 2),
+          num(t.input_tokens_per_attempt, 0),
+          num(t.output_tokens_per_attempt, 0),
+          usd(t.cost.per_attempt_usd),
+          usd(t.cost.per_success_usd),
+        ]),
+        ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+      ),
+    )
+    log('')
+    printSuiteHeadline(log, suite, ks)
+    if (tasks.some((t) => t.stopped_early)) {
+      log(`* stopped early: the Wilson interval reached the requested width (≤ ${run?.stop_width ?? '?'}) before all attempts ran`)
+    }
+  }
   log(`outcomes: ${counts(stats.outcomes)}   validity: ${counts(stats.validity)}   (n = ${stats.attempts})`)
   log(`failure buckets: ${counts(stats.failure_buckets)}`)
+}
+
+function passCells(t: TaskStats, k: number): string[] {
+  const p = t.pass_k.find((x) => x.k === k)
+  return [pct(p?.pass_at_k), pct(p?.pass_hat_k)]
+}
+
+function printSuiteHeadline(log: (line: string) => void, suite: SuiteStats, ks: number[]): void {
+  log(`suite success (unweighted mean of ${suite.success.tasks} task rates): ${pct(suite.success.rate)}`)
+  const passes = ks.map((k) => {
+    const p = suite.pass_k.find((x) => x.k === k)
+    return `pass@${k} ${pct(p?.pass_at_k)}, pass^${k} ${pct(p?.pass_hat_k)}`
+  })
+  log(`${passes.length > 0 ? `${passes.join('; ')}; ` : ''}consistency ${num(suite.consistency, 2)} (chance two attempts of a task agree)`)
+  const latency = suite.latency_ms ? `${ms(suite.latency_ms.p50)} / ${ms(suite.latency_ms.p90)} / ${ms(suite.latency_ms.p99)} ms` : 'n/a'
+  log(
+    `latency p50/p90/p99 ${latency}; per attempt ${num(suite.tool_calls_per_attempt, 2)} tool calls, ` +
+      `${num(suite.input_tokens_per_attempt, 0)} tokens in, ${num(suite.output_tokens_per_attempt, 0)} out`,
+  )
+  const unpriced = suite.n - suite.cost.priced
+  log(
+    `cost ${usd(suite.cost.total_usd)} total, ${usd(suite.cost.per_attempt_usd)} per attempt, ${usd(suite.cost.per_success_usd)} per success` +
+      (unpriced > 0 ? ` (unavailable: ${unpriced} of ${suite.n} attempts used a model the price table does not list)` : ''),
+  )
 }

@@ -250,8 +250,47 @@ export const RunRecord = z.object({
   finished_at: z.number().nullable(),
   updated_at: z.number(),
   price_table_version: z.string(),
+  // stamps that tell whether two runs are comparable; defaults keep older messages valid
+  price_table_date: z.string().default(''),
+  /** content hash of the suite directory (LoadedSuite.contentHash) */
+  suite_hash: z.string().default(''),
+  judge_model: z.string().default(''),
+  judge_prompt_version: z.string().default(''),
+  /** the Wilson-width stopping rule of a sequential run; 0 = every task ran all its attempts */
+  stop_width: z.number().nonnegative().default(0),
+  /** tasks a sequential run stopped early because their interval was narrow enough */
+  stopped_tasks: z.array(z.string()).default([]),
 })
 export type RunRecord = z.infer<typeof RunRecord>
+
+/**
+ * A baseline: a stored run tagged with a name, the commit and agent version it measured. Setting a
+ * name again adds the next version; `forge compare --baseline <name>` reads the newest.
+ */
+export const BaselineRecord = z.object({
+  name: identifier,
+  version: z.number().int().positive(),
+  run_id: z.string().min(1),
+  suite: z.string(),
+  commit_hash: z.string(),
+  agent_version: z.string(),
+  note: z.string().default(''),
+  created_at: z.number(),
+})
+export type BaselineRecord = z.infer<typeof BaselineRecord>
+
+/**
+ * Opt-in sequential stopping: a task's attempts run in rounds and stop once its Wilson 95% interval
+ * is at most `width` wide (after at least `min_attempts`), or at the plan's `attempts`.
+ */
+export const SequentialRule = z
+  .object({
+    width: z.number().gt(0).lt(1),
+    round_size: z.number().int().positive().max(500).default(10),
+    min_attempts: z.number().int().positive().default(10),
+  })
+  .strict()
+export type SequentialRule = z.infer<typeof SequentialRule>
 
 /** Input of RunWorkflow: small on purpose (ids, not tasks). */
 export const RunPlan = z.object({
@@ -273,6 +312,12 @@ export const RunPlan = z.object({
   /** a worker that stops heartbeating this long is presumed dead; its attempt is retried elsewhere */
   heartbeat_timeout_ms: z.number().int().positive().default(30_000),
   price_table_version: z.string().default(''),
+  price_table_date: z.string().default(''),
+  suite_hash: z.string().default(''),
+  judge_model: z.string().default(''),
+  judge_prompt_version: z.string().default(''),
+  /** absent: every task runs all its attempts (the shard path) */
+  sequential: SequentialRule.optional(),
 })
 export type RunPlan = z.infer<typeof RunPlan>
 

@@ -6,7 +6,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { nanos } from '@nats-io/nats-core'
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream'
-import type { AttemptResult, RunRecord } from '../core/contracts.js'
+import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts.js'
 import { BusError } from './errors.js'
 
 export const RESULTS_STREAM = 'FORGE_RESULTS'
@@ -14,6 +14,7 @@ export const INGESTER_CONSUMER = 'forge-ingester'
 export const subjects = {
   attempt: 'forge.results.attempt',
   run: 'forge.results.run',
+  baseline: 'forge.results.baseline',
   progress: (runId: string) => `forge.progress.${runId}`,
   storeQuery: 'forge.store.query',
   ingesterPing: 'forge.ingester.ping',
@@ -82,6 +83,15 @@ export async function publishRunRecord(js: JetStreamClient, run: RunRecord): Pro
     await js.publish(subjects.run, encodeJson(run), { msgID: `${run.run_id}@${run.status}`, timeout: 10_000 })
   } catch (error) {
     throw new BusError(`publishing run ${run.run_id} failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** Publishes a baseline for the ingester to store (the embedded store's single writer). */
+export async function publishBaseline(js: JetStreamClient, baseline: BaselineRecord): Promise<void> {
+  try {
+    await js.publish(subjects.baseline, encodeJson(baseline), { msgID: `baseline/${baseline.name}/${baseline.version}`, timeout: 10_000 })
+  } catch (error) {
+    throw new BusError(`publishing baseline ${baseline.name} v${baseline.version} failed: ${(error as Error).message}`, { cause: error })
   }
 }
 

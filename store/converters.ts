@@ -1,5 +1,5 @@
 /** Pure row↔domain converters for the ClickHouse tables. */
-import type { AttemptResult, RunRecord } from '../core/contracts.js'
+import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts.js'
 
 /** ClickHouse DateTime64(3) text for an epoch-millisecond instant (UTC). */
 export function toChDateTime(ms: number): string {
@@ -75,6 +75,23 @@ export interface RunRow {
   finished_at: string | null
   updated_at: string
   price_table_version: string
+  price_table_date: string
+  suite_hash: string
+  judge_model: string
+  judge_prompt_version: string
+  stop_width: number
+  stopped_tasks: string[]
+}
+
+export interface BaselineRow {
+  name: string
+  version: number
+  run_id: string
+  suite: string
+  commit_hash: string
+  agent_version: string
+  note: string
+  created_at: string
 }
 
 export function attemptToRow(a: AttemptResult, ingestedAt: number): AttemptRow {
@@ -146,6 +163,12 @@ export function runToRow(r: RunRecord): RunRow {
     finished_at: r.finished_at === null ? null : toChDateTime(r.finished_at),
     updated_at: toChDateTime(r.updated_at),
     price_table_version: r.price_table_version,
+    price_table_date: r.price_table_date,
+    suite_hash: r.suite_hash,
+    judge_model: r.judge_model,
+    judge_prompt_version: r.judge_prompt_version,
+    stop_width: r.stop_width,
+    stopped_tasks: r.stopped_tasks,
   }
 }
 
@@ -164,5 +187,37 @@ export function rowToRun(row: RunRow): RunRecord {
     finished_at: row.finished_at === null ? null : fromChDateTime(row.finished_at),
     updated_at: fromChDateTime(row.updated_at),
     price_table_version: row.price_table_version,
+    price_table_date: row.price_table_date,
+    suite_hash: row.suite_hash,
+    judge_model: row.judge_model,
+    judge_prompt_version: row.judge_prompt_version,
+    stop_width: Number(row.stop_width),
+    stopped_tasks: row.stopped_tasks,
+  }
+}
+
+export function baselineToRow(b: BaselineRecord): BaselineRow {
+  return {
+    name: b.name,
+    version: b.version,
+    run_id: b.run_id,
+    suite: b.suite,
+    commit_hash: b.commit_hash,
+    agent_version: b.agent_version,
+    note: b.note,
+    created_at: toChDateTime(b.created_at),
+  }
+}
+
+export function rowToBaseline(row: BaselineRow): BaselineRecord {
+  return {
+    name: row.name,
+    version: Number(row.version),
+    run_id: row.run_id,
+    suite: row.suite,
+    commit_hash: row.commit_hash,
+    agent_version: row.agent_version,
+    note: row.note,
+    created_at: fromChDateTime(row.created_at),
   }
 }

@@ -99,6 +99,46 @@ export const migrations: readonly Migration[] = [
     ],
     down: ['DROP TABLE IF EXISTS tool_calls'],
   },
+  {
+    version: 4,
+    name: 'run stamps: price table date, suite hash, judge, sequential stopping',
+    up: [
+      `ALTER TABLE runs
+        ADD COLUMN IF NOT EXISTS price_table_date String DEFAULT '',
+        ADD COLUMN IF NOT EXISTS suite_hash String DEFAULT '',
+        ADD COLUMN IF NOT EXISTS judge_model String DEFAULT '',
+        ADD COLUMN IF NOT EXISTS judge_prompt_version String DEFAULT '',
+        ADD COLUMN IF NOT EXISTS stop_width Float64 DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS stopped_tasks Array(String) DEFAULT []`,
+    ],
+    down: [
+      `ALTER TABLE runs
+        DROP COLUMN IF EXISTS price_table_date,
+        DROP COLUMN IF EXISTS suite_hash,
+        DROP COLUMN IF EXISTS judge_model,
+        DROP COLUMN IF EXISTS judge_prompt_version,
+        DROP COLUMN IF EXISTS stop_width,
+        DROP COLUMN IF EXISTS stopped_tasks`,
+    ],
+  },
+  {
+    version: 5,
+    name: 'baselines',
+    // a versioned store: setting a name again adds version n+1, older versions stay readable
+    up: [
+      `CREATE TABLE IF NOT EXISTS baselines (
+        name String,
+        version UInt32,
+        run_id String,
+        suite LowCardinality(String),
+        commit_hash String,
+        agent_version String,
+        note String,
+        created_at DateTime64(3, 'UTC')
+      ) ENGINE = ReplacingMergeTree(created_at) ORDER BY (name, version) ${dedup}`,
+    ],
+    down: ['DROP TABLE IF EXISTS baselines'],
+  },
 ]
 
 /** Applies every migration newer than the recorded version, in order; safe to call on every start. */

@@ -1,8 +1,10 @@
 /** One place per table for writes and the read queries the product needs; all reads use FINAL. */
 import type { ClickHouseClient } from '@clickhouse/client'
-import type { AttemptResult, RunRecord } from '../core/contracts.js'
+import type { ToolSequenceCount } from '../core/compare.js'
+import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts.js'
+import { LATENCY_QUANTILES, type AttemptMeasurement, type SuiteAggregate, type TaskAggregate } from '../core/report.js'
 import type { StoreReader } from './clickhouse.js'
-import { attemptToRow, rowToRun, runToRow, toolCallsToRows, type RunRow } from './converters.js'
+import { attemptToRow, baselineToRow, rowToBaseline, rowToRun, runToRow, toolCallsToRows, type BaselineRow, type RunRow } from './converters.js'
 
 /** Inserts a batch of attempts and their tool calls; re-inserting an attempt replaces it (ReplacingMergeTree). */
 export async function insertAttempts(client: ClickHouseClient, attempts: AttemptResult[], ingestedAt: number): Promise<void> {
@@ -63,4 +65,143 @@ export async function outcomeCounts(reader: StoreReader, runId: string): Promise
     { run: runId },
   )
   return rows.map((r) => ({ ...r, n: Number(r.n) }))
+}
+
+export async function insertBaselines(client: ClickHouseClient, baselines: BaselineRecord[]): Promise<void> {
+  if (baselines.length === 0) return
+  await client.insert({ table: 'baselines', values: baselines.map(baselineToRow), format: 'JSONEachRow' })
+}
+
+const num = (value: string | number): number => Number(value)
+
+interface AggregateRow {
+  suite: string
+  task_id: string
+  n: string | number
+  k: string | number
+  latency: number[]
+  sum_tool_calls: string | number
+  sum_input_tokens: string | number
+  sum_output_tokens: string | number
+  priced: string | number
+  sum_cost_usd: number
+}
+
+/**
+ * Per-task and per-suite aggregates of a run in one scan (GROUPING SETS): counts, latency
+ * percentiles (quantileExactInclusive — the same type-7 interpolation as core/stats `quantile`),
+ * tool-call, token and cost sums. core/report `aggregateAttempts` computes the same from raw rows.
+ */
+export async function runAggregates(reader: StoreReader, runId: string): Promise<{ tasks: TaskAggregate[]; suites: SuiteAggregate[] }> {
+  const rows = await reader.query<AggregateRow>(
+    `SELECT suite, task_id, count() AS n, countIf(outcome = 'pass') AS k,
+       quantilesExactInclusive(${LATENCY_QUANTILES.join(', ')})(latency_ms) AS latency,
+       sum(tool_call_count) AS sum_tool_calls, sum(input_tokens) AS sum_input_tokens, sum(output_tokens) AS sum_output_tokens,
+       count(cost_usd) AS priced, sum(ifNull(cost_usd, 0)) AS sum_cost_usd
+     FROM attempts FINAL WHERE run_id = {run:String}
+     GROUP BY GROUPING SETS ((suite, task_id), (suite))
+     ORDER BY suite, task_id`,
+    { run: runId },
+  )
+  const tasks: TaskAggregate[] = []
+  const suites: SuiteAggregate[] = []
+  for (const row of rows) {
+    const n = num(row.n)
+    const [p50, p90, p99] = row.latency
+    const aggregate = {
+      suite: row.suite,
+      n,
+      k: num(row.k),
+      latency_ms: n === 0 || p50 === undefined || p90 === undefined || p99 === undefined ? null : { p50, p90, p99 },
+      tool_calls: num(row.sum_tool_calls),
+      input_tokens: num(row.sum_input_tokens),
+      output_tokens: num(row.sum_output_tokens),
+      priced: num(row.priced),
+      cost_usd: Number(row.sum_cost_usd),
+    }
+    // task ids are never empty, so the suite-level grouping set is the row with task_id ''
+    if (row.task_id === '') suites.push(aggregate)
+    else tasks.push({ ...aggregate, task_id: row.task_id })
+  }
+  return { tasks, suites }
+}
+
+/** The per-attempt measurements of a run (what runAggregates summarizes), for checks and exports. */
+export async function attemptMeasurements(reader: StoreReader, runId: string): Promise<AttemptMeasurement[]> {
+  const rows = await reader.query<AttemptMeasurement & { tool_call_count: string | number; input_tokens: string | number; output_tokens: string | number }>(
+    `SELECT suite, task_id, outcome, latency_ms, tool_call_count, input_tokens, output_tokens, cost_usd
+     FROM attempts FINAL WHERE run_id = {run:String} ORDER BY task_id, attempt`,
+    { run: runId },
+  )
+  return rows.map((r) => ({
+    ...r,
+    latency_ms: Number(r.latency_ms),
+    tool_call_count: num(r.tool_call_count),
+    input_tokens: num(r.input_tokens),
+    output_tokens: num(r.output_tokens),
+    cost_usd: r.cost_usd === null ? null : Number(r.cost_usd),
+  }))
+}
+
+/** How many attempts of each task called each exact sequence of tools (attempts without calls are absent). */
+export async function toolSequences(reader: StoreReader, runId: string): Promise<ToolSequenceCount[]> {
+  const rows = await reader.query<{ task_id: string; sequence: string[]; n: string | number }>(
+    `SELECT task_id, sequence, count() AS n FROM (
+       SELECT task_id, attempt_uid, arrayMap(c -> c.2, arraySort(groupArray((call_index, toString(name))))) AS sequence
+       FROM tool_calls FINAL WHERE run_id = {run:String}
+       GROUP BY task_id, attempt_uid)
+     GROUP BY task_id, sequence
+     ORDER BY task_id, n DESC, sequence`,
+    { run: runId },
+  )
+  return rows.map((r) => ({ task_id: r.task_id, sequence: r.sequence, n: num(r.n) }))
+}
+
+/** Mean tokens per attempt of earlier attempts of a suite with a model, for cost estimates; undefined when there are none. */
+export async function observedUsage(
+  reader: StoreReader,
+  suite: string,
+  model: string,
+): Promise<{ attempts: number; input_tokens: number; output_tokens: number } | undefined> {
+  const rows = await reader.query<{ n: string | number; mean_input: number | null; mean_output: number | null }>(
+    `SELECT count() AS n, avg(input_tokens) AS mean_input, avg(output_tokens) AS mean_output
+     FROM attempts FINAL WHERE suite = {suite:String} AND model = {model:String}`,
+    { suite, model },
+  )
+  const row = rows[0]
+  if (!row || num(row.n) === 0) return undefined
+  return { attempts: num(row.n), input_tokens: Number(row.mean_input), output_tokens: Number(row.mean_output) }
+}
+
+/** The next version number for a baseline name (1 for a new name). */
+export async function nextBaselineVersion(reader: StoreReader, name: string): Promise<number> {
+  const rows = await reader.query<{ v: string | number }>('SELECT max(version) AS v FROM baselines FINAL WHERE name = {name:String}', { name })
+  return num(rows[0]?.v ?? 0) + 1
+}
+
+export async function listBaselines(reader: StoreReader, opts: { name?: string; limit: number }): Promise<BaselineRecord[]> {
+  const rows = await reader.query<BaselineRow>(
+    `SELECT * FROM baselines FINAL ${opts.name === undefined ? '' : 'WHERE name = {name:String}'}
+     ORDER BY created_at DESC, name, version DESC LIMIT {limit:UInt32}`,
+    { ...(opts.name === undefined ? {} : { name: opts.name }), limit: opts.limit },
+  )
+  return rows.map(rowToBaseline)
+}
+
+/**
+ * Resolves a baseline reference: `latest` (the newest baseline, of `suite` when given), `name`
+ * (its newest version), `name@version`, or a commit hash prefix (the newest baseline of that commit).
+ */
+export async function findBaseline(reader: StoreReader, ref: string, suite?: string): Promise<BaselineRecord | undefined> {
+  const one = async (where: string, params: Record<string, unknown>): Promise<BaselineRecord | undefined> => {
+    const rows = await reader.query<BaselineRow>(`SELECT * FROM baselines FINAL WHERE ${where} ORDER BY created_at DESC, version DESC LIMIT 1`, params)
+    return rows[0] ? rowToBaseline(rows[0]) : undefined
+  }
+  if (ref === 'latest') return suite === undefined ? one('1', {}) : one('suite = {suite:String}', { suite })
+  const at = /^(.+)@(\d+)$/.exec(ref)
+  if (at) return one('name = {name:String} AND version = {version:UInt32}', { name: at[1], version: Number(at[2]) })
+  return (
+    (await one('name = {name:String}', { name: ref })) ??
+    (/^[0-9a-f]{4,40}$/i.test(ref) ? one('startsWith(commit_hash, {commit:String})', { commit: ref.toLowerCase() }) : undefined)
+  )
 }

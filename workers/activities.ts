@@ -75,7 +75,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
       }
     },
 
-    async recordRunStatus({ plan, status, started_at }: RunStatusInput): Promise<number> {
+    async recordRunStatus({ plan, status, started_at, stopped_tasks }: RunStatusInput): Promise<number> {
       const at = now()
       const startedAt = started_at ?? at
       await publishRunRecord(deps.js, {
@@ -92,6 +92,13 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         finished_at: status === 'running' ? null : at,
         updated_at: at,
         price_table_version: plan.price_table_version,
+        // plans of runs started before these stamps existed lack them
+        price_table_date: plan.price_table_date ?? '',
+        suite_hash: plan.suite_hash ?? '',
+        judge_model: plan.judge_model ?? '',
+        judge_prompt_version: plan.judge_prompt_version ?? '',
+        stop_width: plan.sequential?.width ?? 0,
+        stopped_tasks: stopped_tasks ?? [],
       })
       return startedAt
     },

@@ -24,6 +24,8 @@ export interface RunStatusInput {
   plan: RunPlan
   status: 'running' | 'completed' | 'failed' | 'cancelled'
   started_at?: number
+  /** sequential runs: tasks that stopped early because their interval was narrow enough */
+  stopped_tasks?: string[]
 }
 
 export interface RunActivities {

@@ -20,7 +20,7 @@ import {
 } from '../core/contracts.js'
 import { gradeAll, outputText } from '../core/graders/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
-import type { PriceTable } from '../core/pricing.js'
+import { costOf, type PriceTable } from '../core/pricing.js'
 import { seedFromString } from '../core/random.js'
 import { decideVerdict } from '../core/verdict.js'
 import { resolveUpstream, startLlmGateway, type LlmGateway } from './llm/gateway.js'
@@ -259,8 +259,9 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     output: truncateText(outputText(trace.output), LIMITS.outputBytes),
     self_report: truncateText(trace.self_report ?? '', LIMITS.errorBytes),
     error: truncateText(harnessError ?? trace.errors.map((e) => `${e.kind}: ${e.message}`).join('; '), LIMITS.errorBytes),
-    // only model calls seen by the gateway are priced; anything else is unavailable, never zero
-    cost_usd: llmSummary?.cost_usd ?? null,
+    // the gateway's figure when it forwarded the model calls; else the usage the adapter reported,
+    // priced from the table (an unpriced model or no table: unavailable, never zero)
+    cost_usd: llmSummary !== undefined ? llmSummary.cost_usd : opts.priceTable ? costOf(opts.priceTable, model, trace.usage) : null,
     latency_ms: Math.max(0, agentFinished - agentStarted),
     tool_call_count: trace.tool_calls.length,
     input_tokens: trace.usage.input_tokens,

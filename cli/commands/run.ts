@@ -1,8 +1,9 @@
 import { Flags } from '@oclif/core'
-import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
+import { dryRun, runSuite, type DryRunReport, type RunEvent, type RunOptions, type RunReport } from '../../app/run.js'
 import { resolveConfig } from '../../stack/config.js'
 import { ConfigError } from '../../stack/errors.js'
 import { ForgeCommand } from '../base.js'
+import { usd } from '../format.js'
 import { printRunStats } from '../stats-view.js'
 
 export default class Run extends ForgeCommand {
@@ -14,6 +15,8 @@ export default class Run extends ForgeCommand {
     '<%= config.bin %> run --suite smoke --adapter mock --attempts 5',
     '<%= config.bin %> run --suite ./suites/toy_math --attempts 20 --workers 4 --seed 42',
     '<%= config.bin %> run --suite smoke --task echo --task add --json',
+    '<%= config.bin %> run --suite toy_math --attempts 200 --dry-run',
+    '<%= config.bin %> run --suite smoke --attempts 200 --stop-at-width 0.2 --price-table ./my-prices.yaml',
     'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
   ]
   static override flags = {
@@ -29,9 +32,14 @@ export default class Run extends ForgeCommand {
     model: Flags.string({ char: 'm', summary: 'Model for react, single_shot, langgraph and pydantic-ai (sets "model" in the adapter config).' }),
     'max-in-flight': Flags.integer({ summary: 'Attempt activities pending at once per shard (≤ 500).' }),
     'heartbeat-timeout': Flags.integer({ summary: 'Seconds without a heartbeat before an attempt is retried on another worker.' }),
+    'dry-run': Flags.boolean({ summary: 'Validate the suite, resolve the configuration and estimate the token cost; start nothing, call no model.' }),
+    'price-table': Flags.string({ summary: 'Price table YAML (default: prices/default.yaml); its version and date are stamped on the run.' }),
+    'stop-at-width': Flags.string({ summary: "Sequential stopping: stop a task's attempts once its Wilson 95% interval is at most this wide (e.g. 0.2)." }),
+    'round-size': Flags.integer({ summary: 'Sequential stopping: attempts per task between width checks (default 10).', min: 1, max: 500 }),
+    'min-attempts': Flags.integer({ summary: 'Sequential stopping: attempts per task before it may stop (default 10).', min: 1 }),
   }
 
-  async run(): Promise<RunReport> {
+  async run(): Promise<RunReport | DryRunReport> {
     const { flags } = await this.parse(Run)
     let adapterConfig: Record<string, unknown> | undefined
     if (flags['adapter-config']) {
@@ -46,9 +54,45 @@ export default class Run extends ForgeCommand {
     }
     if (flags.model !== undefined) adapterConfig = { ...adapterConfig, model: flags.model }
     const quiet = this.jsonEnabled()
+    const stopWidth = flags['stop-at-width'] === undefined ? undefined : Number(flags['stop-at-width'])
+    if (stopWidth !== undefined && !(stopWidth > 0 && stopWidth < 1)) {
+      throw new ConfigError(`--stop-at-width must be a number between 0 and 1 (an interval width), got "${flags['stop-at-width']}"`)
+    }
+    if (stopWidth === undefined && (flags['round-size'] !== undefined || flags['min-attempts'] !== undefined)) {
+      throw new ConfigError('--round-size and --min-attempts apply only with --stop-at-width')
+    }
+    const runExtras: Partial<RunOptions> = {
+      ...(flags['price-table'] ? { priceTable: flags['price-table'] } : {}),
+      ...(stopWidth !== undefined
+        ? {
+            sequential: {
+              width: stopWidth,
+              ...(flags['round-size'] !== undefined ? { roundSize: flags['round-size'] } : {}),
+              ...(flags['min-attempts'] !== undefined ? { minAttempts: flags['min-attempts'] } : {}),
+            },
+          }
+        : {}),
+    }
+    if (flags['dry-run']) {
+      const plan = await dryRun(resolveConfig(), {
+        suite: flags.suite,
+        adapter: flags.adapter,
+        attempts: flags.attempts,
+        workers: flags.workers,
+        concurrency: flags.concurrency,
+        ...(flags.seed ? { seed: flags.seed } : {}),
+        ...(flags.task ? { taskIds: flags.task } : {}),
+        ...(flags['run-id'] ? { runId: flags['run-id'] } : {}),
+        ...(adapterConfig ? { adapterConfig } : {}),
+        ...runExtras,
+      })
+      if (!quiet) printDryRun((line) => this.log(line), plan)
+      return plan
+    }
     const report = await runSuite(
       resolveConfig(),
       {
+        ...runExtras,
         suite: flags.suite,
         adapter: flags.adapter,
         attempts: flags.attempts,
@@ -76,6 +120,22 @@ export default class Run extends ForgeCommand {
     }
     return report
   }
+}
+
+function printDryRun(log: (line: string) => void, plan: DryRunReport): void {
+  const e = plan.estimate
+  log(`dry run: nothing was started and no model was called`)
+  log(`suite ${plan.suite} (${plan.suite_path}), content ${plan.suite_hash.slice(0, 12)}: ${plan.tasks.length} tasks × ${plan.attempts_per_task} attempts = ${e.attempts}`)
+  log(`adapter ${plan.adapter}, config ${plan.config_id} ${JSON.stringify(plan.adapter_config)}, seed ${plan.seed}`)
+  if (plan.sequential) {
+    log(`sequential stopping: a task stops once its Wilson 95% interval is ≤ ${plan.sequential.width} wide (checked every ${plan.sequential.round_size} attempts, after ${plan.sequential.min_attempts})`)
+  }
+  const basis = e.source === 'observed' ? `mean usage of ${e.observed_attempts} earlier attempts of this suite and model` : 'a rough heuristic from payload sizes (no earlier attempts of this suite and model)'
+  log(`estimated tokens: ${e.input_tokens.toLocaleString('en-US')} in, ${e.output_tokens.toLocaleString('en-US')} out (${basis})`)
+  log(
+    `estimated cost: ${e.cost_usd === null ? `unavailable: model "${e.model}" has no price in the table` : `${usd(e.cost_usd)} for model ${e.model}`} ` +
+      `(price table ${e.price_table.version}, ${e.price_table.date})`,
+  )
 }
 
 function describe(event: RunEvent): string {

@@ -1,34 +1,49 @@
 import { Flags } from '@oclif/core'
+import { newestRunId } from '../../app/compare.js'
 import { openReader } from '../../app/store-access.js'
 import { getRunStats, type RunStats } from '../../app/stats.js'
 import { resolveConfig } from '../../stack/config.js'
 import { ConfigError } from '../../stack/errors.js'
-import { listRuns } from '../../store/repositories.js'
 import { ForgeCommand } from '../base.js'
 import { printRunStats } from '../stats-view.js'
 
 export default class Stats extends ForgeCommand {
-  static override summary = "Print a run's per-task success rates with Wilson intervals, outcomes and failure buckets."
-  static override description = 'Works while a run is in progress: reads go through the ingester when it owns the embedded store.'
-  static override examples = ['<%= config.bin %> stats', '<%= config.bin %> stats --run-id r20261130024500-a1b2c3 --json']
+  static override summary =
+    "Print a run's statistics: per task k/n, Wilson 95% interval, pass@k, pass^k, consistency, latency, tool calls, tokens and cost."
+  static override description =
+    'Each suite is reported apart; its success is the unweighted mean of its task rates. Costs come from the price table ' +
+    'stamped on the run (printed with its date); an unpriced model shows n/a, never $0. Works while a run is in progress: ' +
+    'reads go through the ingester when it owns the embedded store. With several --run-id, prints one report per run.'
+  static override examples = [
+    '<%= config.bin %> stats',
+    '<%= config.bin %> stats --run-id r20261130024500-a1b2c3 --json',
+    '<%= config.bin %> stats --k 1 --k 5 --k 10',
+    '<%= config.bin %> stats --run-id r20261130024500-a1b2c3 --run-id r20261130031200-d4e5f6',
+  ]
   static override flags = {
-    'run-id': Flags.string({ char: 'r', summary: 'The run (default: the latest).' }),
+    'run-id': Flags.string({ char: 'r', summary: 'The run (default: the latest); repeatable.', multiple: true }),
+    k: Flags.integer({ summary: 'Attempt counts for pass@k and pass^k (repeatable; default 1, 3, 5).', multiple: true, min: 1, max: 1000 }),
   }
 
-  async run(): Promise<RunStats> {
+  async run(): Promise<RunStats | RunStats[]> {
     const { flags } = await this.parse(Stats)
     const reader = await openReader(resolveConfig())
     try {
-      let runId = flags['run-id']
-      if (!runId) {
-        const [latest] = await listRuns(reader, 1)
-        if (!latest) throw new ConfigError('no runs are stored yet: start one with forge run')
-        runId = latest.run_id
+      const runIds = flags['run-id'] ?? [await newestRunId(reader)]
+      const ks = flags.k ? [...new Set(flags.k)].sort((a, b) => a - b) : undefined
+      const reports: RunStats[] = []
+      for (const runId of runIds) {
+        const stats = await getRunStats(reader, runId, ks)
+        if (!stats.run && stats.attempts === 0) throw new ConfigError(`no run "${runId}" is stored (see forge runs list)`)
+        reports.push(stats)
       }
-      const stats = await getRunStats(reader, runId)
-      if (!stats.run && stats.attempts === 0) throw new ConfigError(`no run "${runId}" is stored (see forge runs list)`)
-      if (!this.jsonEnabled()) printRunStats((line) => this.log(line), stats)
-      return stats
+      if (!this.jsonEnabled()) {
+        reports.forEach((stats, i) => {
+          if (i > 0) this.log(`\n${'='.repeat(60)}\n`)
+          printRunStats((line) => this.log(line), stats)
+        })
+      }
+      return reports.length === 1 ? reports[0]! : reports
     } finally {
       await reader.close()
     }

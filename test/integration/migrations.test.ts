@@ -20,17 +20,34 @@ afterAll(async () => {
 const tables = async () =>
   (await queryRows<{ name: string }>(client, "SELECT name FROM system.tables WHERE database = currentDatabase() AND name != 'schema_migrations' ORDER BY name")).map((r) => r.name)
 
+const runColumns = async () =>
+  (await queryRows<{ name: string }>(client, "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = 'runs'")).map((r) => r.name)
+
 describe('ClickHouse migrations (chDB)', () => {
   it('applies every migration once, in order, and is a no-op the second time', async () => {
     expect(await migrate(client)).toEqual(migrations.map((m) => m.version))
     expect(await migrate(client)).toEqual([])
-    expect(await tables()).toEqual(['attempts', 'runs', 'tool_calls'])
+    expect(await tables()).toEqual(['attempts', 'baselines', 'runs', 'tool_calls'])
   })
 
   it('rolls back newest first and re-applies', async () => {
-    expect(await rollback(client, 1)).toEqual([3, 2])
+    expect(await rollback(client, 1)).toEqual([5, 4, 3, 2])
     expect(await tables()).toEqual(['runs'])
-    expect(await migrate(client)).toEqual([2, 3])
-    expect(await tables()).toEqual(['attempts', 'runs', 'tool_calls'])
+    expect(await runColumns()).not.toContain('suite_hash')
+    expect(await migrate(client)).toEqual([2, 3, 4, 5])
+    expect(await tables()).toEqual(['attempts', 'baselines', 'runs', 'tool_calls'])
+  })
+
+  it('adds the comparability stamps to runs, with defaults for rows written before them', async () => {
+    await rollback(client, 3)
+    await client.insert({
+      table: 'runs',
+      values: [{ run_id: 'old', suite: 's', suite_path: '/s', adapter: 'mock', config_id: 'c', attempts: 1, task_count: 1, seed: 'x', status: 'completed', started_at: '2026-11-30 00:00:00.000', finished_at: null, updated_at: '2026-11-30 00:00:00.000', price_table_version: '' }],
+      format: 'JSONEachRow',
+    })
+    expect(await migrate(client)).toEqual([4, 5])
+    expect(await runColumns()).toEqual(expect.arrayContaining(['price_table_date', 'suite_hash', 'judge_model', 'judge_prompt_version', 'stop_width', 'stopped_tasks']))
+    const [row] = await queryRows<Record<string, unknown>>(client, "SELECT price_table_date, suite_hash, stop_width, stopped_tasks FROM runs FINAL WHERE run_id = 'old'")
+    expect(row).toEqual({ price_table_date: '', suite_hash: '', stop_width: 0, stopped_tasks: [] })
   })
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import type { AttemptResult, RunRecord } from '../../core/contracts.js'
-import { attemptToRow, fromChDateTime, rowToRun, runToRow, toChDateTime, toolCallsToRows } from '../../store/converters.js'
+import { RunRecord, type AttemptResult, type BaselineRecord } from '../../core/contracts.js'
+import { attemptToRow, baselineToRow, fromChDateTime, rowToBaseline, rowToRun, runToRow, toChDateTime, toolCallsToRows } from '../../store/converters.js'
 
 const attempt: AttemptResult = {
   attempt_uid: 'r1/c0/t1/2',
@@ -102,9 +102,36 @@ describe('store converters', () => {
     const run: RunRecord = {
       run_id: 'r1', suite: 'smoke', suite_path: '/s', adapter: 'mock', config_id: 'c0', attempts: 5, task_count: 5,
       seed: 'x', status: 'completed', started_at: 1_764_470_000_000, finished_at: 1_764_470_005_000, updated_at: 1_764_470_005_000,
-      price_table_version: 'v1',
+      price_table_version: 'v1', price_table_date: '2026-11-30', suite_hash: 'ab'.repeat(32), judge_model: 'gpt-4o-mini',
+      judge_prompt_version: 'p3', stop_width: 0.2, stopped_tasks: ['t2', 't5'],
     }
+    expect(runToRow(run)).toMatchObject({
+      price_table_version: 'v1', price_table_date: '2026-11-30', stop_width: 0.2, stopped_tasks: ['t2', 't5'], judge_prompt_version: 'p3',
+    })
     expect(rowToRun(runToRow(run))).toEqual(run)
     expect(rowToRun(runToRow({ ...run, status: 'running', finished_at: null }))).toEqual({ ...run, status: 'running', finished_at: null })
+  })
+
+  it('reads a run message written before the comparability stamps existed with their defaults', () => {
+    const old = {
+      run_id: 'r0', suite: 'smoke', suite_path: '/s', adapter: 'mock', config_id: 'c0', attempts: 5, task_count: 5,
+      seed: 'x', status: 'completed', started_at: 1, finished_at: 2, updated_at: 2, price_table_version: '',
+    }
+    expect(RunRecord.parse(old)).toEqual({
+      ...old, price_table_date: '', suite_hash: '', judge_model: '', judge_prompt_version: '', stop_width: 0, stopped_tasks: [],
+    })
+  })
+
+  it('round-trips a baseline, with DateTime64 text for its timestamp', () => {
+    const baseline: BaselineRecord = {
+      name: 'main', version: 3, run_id: 'r1', suite: 'smoke', commit_hash: '0123abcd', agent_version: '1.4.2', note: 'nightly',
+      created_at: Date.UTC(2026, 10, 30, 3, 0, 0, 250),
+    }
+    expect(baselineToRow(baseline)).toEqual({
+      name: 'main', version: 3, run_id: 'r1', suite: 'smoke', commit_hash: '0123abcd', agent_version: '1.4.2', note: 'nightly',
+      created_at: '2026-11-30 03:00:00.250',
+    })
+    // ClickHouse returns UInt32 as a number and DateTime64 as text
+    expect(rowToBaseline(baselineToRow(baseline))).toEqual(baseline)
   })
 })

@@ -1,0 +1,179 @@
+/**
+ * Opt-in sequential stopping, a separate path of RunWorkflow taken only when the plan has a
+ * `sequential` rule (runs without one keep the shard path, and their histories replay unchanged).
+ * One SequentialTaskWorkflow child per task runs the task's attempts in rounds and stops once the
+ * Wilson 95% interval of its passes is narrow enough. Deterministic: decisions depend only on the
+ * outcomes the activities returned.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  continueAsNew,
+  executeChild,
+  isCancellation,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow'
+import { RetryState } from '@temporalio/common'
+import type { RunPlan } from '../core/contracts.js'
+import { wilsonWidth } from '../core/stats.js'
+import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
+import { attemptActivityOptions, bookkeepingActivityOptions, NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
+import type { RunTally, RunWorkflow, RunWorkflowInput, RunWorkflowResult } from './run.js'
+
+/** RunWorkflow's input on the sequential path: what it carries across continue-as-new. */
+export interface SequentialRunInput extends RunWorkflowInput {
+  next_task?: number
+  stopped_tasks?: string[]
+}
+
+export interface SequentialRunResult extends RunWorkflowResult {
+  /** tasks whose attempts stopped early because their interval was narrow enough, in plan order */
+  stopped_tasks: string[]
+}
+
+const TASKS_PER_EXECUTION = 400
+/** attempts one SequentialTaskWorkflow execution schedules before it continues as new */
+const ATTEMPTS_PER_EXECUTION = 1000
+/** child workflows pending at once, well under Temporal's 2,000 */
+const MAX_TASK_LANES = 50
+
+/** The sequential path of RunWorkflow (called by it when `plan.sequential` is set). */
+export async function SequentialRun(input: SequentialRunInput): Promise<SequentialRunResult> {
+  const { plan } = input
+  const rule = plan.sequential
+  if (!rule) throw ApplicationFailure.nonRetryable('the sequential path needs a plan with a sequential rule', 'ConfigError')
+  const book = proxyActivities<RunActivities>(bookkeepingActivityOptions)
+  const tally: RunTally = input.tally ?? { outcomes: {}, not_executed: 0 }
+  const stopped = [...(input.stopped_tasks ?? [])]
+  let startedAt = input.started_at
+  if (startedAt === undefined) startedAt = await book.recordRunStatus({ plan, status: 'running' })
+
+  let next = input.next_task ?? 0
+  const stopAt = Math.min(plan.task_ids.length, next + TASKS_PER_EXECUTION)
+  try {
+    // enough tasks at once to keep about max_in_flight attempts running
+    const lanes = Math.min(stopAt - next, MAX_TASK_LANES, Math.max(plan.max_shards_in_flight, Math.floor(plan.max_in_flight / rule.round_size)))
+    const lane = async (): Promise<void> => {
+      while (next < stopAt) {
+        const index = next++
+        const taskId = plan.task_ids[index]!
+        const result = await executeChild(SequentialTaskWorkflow, {
+          workflowId: `${workflowInfo().workflowId}/task-${index}`,
+          args: [{ plan, task_id: taskId }],
+        })
+        mergeTally(tally, result.tally)
+        if (result.stopped_early) stopped.push(taskId)
+      }
+    }
+    await Promise.all(Array.from({ length: lanes }, lane))
+  } catch (error) {
+    const status = isCancellation(error) ? 'cancelled' : 'failed'
+    await CancellationScope.nonCancellable(() => book.recordRunStatus({ plan, status, started_at: startedAt, stopped_tasks: inPlanOrder(plan, stopped) }))
+    throw error
+  }
+  // outside the try: continue-as-new works by throwing
+  if (stopAt < plan.task_ids.length) {
+    const carried: SequentialRunInput = { plan, next_task: stopAt, tally, started_at: startedAt, stopped_tasks: stopped }
+    return await continueAsNew<typeof RunWorkflow>(carried)
+  }
+  const stoppedTasks = inPlanOrder(plan, stopped)
+  await book.recordRunStatus({ plan, status: 'completed', started_at: startedAt, stopped_tasks: stoppedTasks })
+  const total = Object.values(tally.outcomes).reduce((a, b) => a + b, 0) + tally.not_executed
+  return { run_id: plan.run_id, total, tally, status: 'completed', stopped_tasks: stoppedTasks }
+}
+
+export interface SequentialTaskInput {
+  plan: RunPlan
+  task_id: string
+  /** carried across continue-as-new */
+  next_attempt?: number
+  k?: number
+  n?: number
+  tally?: RunTally
+}
+
+export interface SequentialTaskResult {
+  task_id: string
+  /** passed attempts, of n executed */
+  k: number
+  n: number
+  tally: RunTally
+  /** stopped before plan.attempts because the interval was narrow enough */
+  stopped_early: boolean
+}
+
+/**
+ * Runs one task's attempts in rounds of `round_size` (at most max_in_flight at once); before each
+ * round, stops once n ≥ min_attempts and the Wilson 95% interval is at most `width` wide.
+ */
+export async function SequentialTaskWorkflow(input: SequentialTaskInput): Promise<SequentialTaskResult> {
+  const { plan, task_id: taskId } = input
+  const rule = plan.sequential
+  if (!rule) throw ApplicationFailure.nonRetryable('SequentialTaskWorkflow needs a plan with a sequential rule', 'ConfigError')
+  const { runAttempt } = proxyActivities<RunActivities>(attemptActivityOptions(plan))
+  const tally: RunTally = input.tally ?? { outcomes: {}, not_executed: 0 }
+  let next = input.next_attempt ?? 0
+  let k = input.k ?? 0
+  let n = input.n ?? 0
+  let scheduled = 0
+  while (next < plan.attempts) {
+    if (n >= rule.min_attempts && wilsonWidth(k, n) <= rule.width) return { task_id: taskId, k, n, tally, stopped_early: true }
+    if (scheduled >= ATTEMPTS_PER_EXECUTION) {
+      return await continueAsNew<typeof SequentialTaskWorkflow>({ plan, task_id: taskId, next_attempt: next, k, n, tally })
+    }
+    const end = Math.min(plan.attempts, next + rule.round_size)
+    let attempt = next
+    const lane = async (): Promise<void> => {
+      while (attempt < end) {
+        const current = attempt++
+        let summary: AttemptSummary
+        try {
+          summary = await runAttempt({
+            run_id: plan.run_id,
+            config_id: plan.config_id,
+            suite: plan.suite,
+            suite_path: plan.suite_path,
+            adapter: plan.adapter,
+            adapter_config: plan.adapter_config,
+            seed: plan.seed,
+            task_id: taskId,
+            attempt: current,
+          })
+        } catch (error) {
+          if (isCancellation(error)) throw error
+          // configuration errors fail the run at once; exhausted infrastructure retries are counted
+          if (error instanceof Error && isNonRetryable(error)) throw error
+          tally.not_executed++
+          continue
+        }
+        n++
+        if (summary.outcome === 'pass') k++
+        tally.outcomes[summary.outcome] = (tally.outcomes[summary.outcome] ?? 0) + 1
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(plan.max_in_flight, end - next) }, lane))
+    scheduled += end - next
+    next = end
+  }
+  return { task_id: taskId, k, n, tally, stopped_early: false }
+}
+
+// the same rule as ShardWorkflow's: Temporal gave up at once on a configuration error
+function isNonRetryable(error: Error): boolean {
+  if (error instanceof ActivityFailure && error.retryState === RetryState.NON_RETRYABLE_FAILURE) return true
+  const cause = (error as { cause?: unknown }).cause
+  return cause instanceof ApplicationFailure && (cause.nonRetryable === true || NON_RETRYABLE_ERROR_TYPES.includes(cause.type ?? ''))
+}
+
+function mergeTally(into: RunTally, from: RunTally): void {
+  for (const [outcome, n] of Object.entries(from.outcomes)) into.outcomes[outcome] = (into.outcomes[outcome] ?? 0) + n
+  into.not_executed += from.not_executed
+}
+
+/** task order, not completion order: the stored record must not depend on timing */
+function inPlanOrder(plan: RunPlan, tasks: readonly string[]): string[] {
+  const order = new Map(plan.task_ids.map((id, i) => [id, i]))
+  return [...tasks].sort((a, b) => order.get(a)! - order.get(b)!)
+}
