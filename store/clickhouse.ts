@@ -41,6 +41,7 @@ export async function openClickHouse(location: StoreLocation): Promise<ClickHous
   }
   // chdb types its connection against @clickhouse/client-common; the runtime surface is the same
   const client = createClient({ connection: connection as unknown as ClickHouseConnection })
+  embeddedClients.add(client)
   try {
     await client.query({ query: 'SELECT 1', format: 'JSONEachRow' }).then((rs) => rs.json())
   } catch (error) {
@@ -72,12 +73,19 @@ export async function queryRows<T>(
   params: Record<string, unknown> = {},
   opts: { readOnly?: boolean } = {},
 ): Promise<T[]> {
+  // chDB turns clickhouse_settings into SETs on its one session: `readonly` would stick and make the
+  // ingester's next insert fail. Embedded reads are checked statement by statement instead.
+  const embedded = embeddedClients.has(client)
+  if (opts.readOnly && embedded) {
+    const problem = notReadOnly(sql)
+    if (problem) throw new StoreError(`query refused: ${problem}\n  in: ${firstLine(sql)}`)
+  }
   try {
     const rs = await client.query({
       query: sql,
       query_params: params,
       format: 'JSONEachRow',
-      ...(opts.readOnly ? { clickhouse_settings: { readonly: '2' } } : {}),
+      ...(opts.readOnly && !embedded ? { clickhouse_settings: { readonly: '2' } } : {}),
     })
     return (await rs.json()) as T[]
   } catch (error) {
@@ -90,6 +98,23 @@ export function directReader(client: ClickHouseClient): StoreReader {
     query: (sql, params) => queryRows(client, sql, params, { readOnly: true }),
     close: () => client.close(),
   }
+}
+
+const embeddedClients = new WeakSet<ClickHouseClient>()
+
+const READ_STATEMENTS = /^(select|with|show|describe|desc|explain|exists)\b/i
+
+/** Why `sql` is not one read-only statement, or undefined when it is (strings and comments ignored). */
+export function notReadOnly(sql: string): string | undefined {
+  const code = sql
+    .replace(/'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|`[^`]*`/g, "''")
+    .replace(/--[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\//g, ' ')
+    .trim()
+    .replace(/;\s*$/, '')
+  if (code.includes(';')) return 'one statement at a time'
+  if (!READ_STATEMENTS.test(code)) return 'the store is read-only here: SELECT, WITH, SHOW, DESCRIBE, EXPLAIN or EXISTS only'
+  if (/\binto\s+outfile\b/i.test(code)) return 'INTO OUTFILE writes a file'
+  return undefined
 }
 
 function firstLine(sql: string): string {
