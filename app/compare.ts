@@ -48,7 +48,14 @@ export async function compareStoredRuns(reader: StoreReader, request: CompareReq
   const a = await requireRun(reader, runA)
   const thresholds = { ...DEFAULT_THRESHOLDS, ...request.thresholds }
   const [sideA, sideB] = await Promise.all([sideOf(reader, a), sideOf(reader, b)])
-  return { ...compareRuns(sideA, sideB, thresholds), a, b, baseline }
+  const comparison = compareRuns(sideA, sideB, thresholds)
+  if (comparison.suites.length === 0) {
+    // a CI gate must not pass because nothing was compared
+    throw new ConfigError(
+      `runs ${a.run_id} (suite ${a.suite}) and ${b.run_id} (suite ${b.suite}) share no suite: nothing to compare (suites are never pooled)`,
+    )
+  }
+  return { ...comparison, a, b, baseline }
 }
 
 async function sideOf(reader: StoreReader, run: RunRecord): Promise<CompareSide> {

@@ -19,8 +19,7 @@ function metricValue(m: MetricChange, v: number | null): string {
 
 function verdict(t: TaskComparison): string {
   if (t.regressed) return 'REGRESSED'
-  if (t.improved) return 'improved'
-  return t.q <= 0.05 ? 'changed' : '—'
+  return t.improved ? 'improved' : '—'
 }
 
 /** The comparison as a user reads it: stamps and warnings, a table per suite, then what was flagged. */
