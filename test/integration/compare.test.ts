@@ -1,0 +1,132 @@
+/**
+ * Regression detection end to end on the embedded stack: pairs of mock runs where run b has a
+ * planted drop on a few tasks (the mock's `task_skill`), compared from ClickHouse. Across several
+ * seeds and both small suites, exactly the dropped tasks are flagged. Then baselines and the CLI.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { setBaseline } from '../../app/baselines.js'
+import { compareStoredRuns } from '../../app/compare.js'
+import { runSuite, type RunReport } from '../../app/run.js'
+import { openReader } from '../../app/store-access.js'
+import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
+
+let stack: TestStack
+
+beforeAll(async () => {
+  stack = await startTestStack('compare')
+})
+afterAll(async () => {
+  await stack?.down()
+})
+
+// 40 attempts per task: forge plan --detect 0.6 --baseline-rate 0.9 --tasks 5 asks for far fewer
+const ATTEMPTS = 40
+const SKILL = 0.9
+const DROPPED_SKILL = 0.3
+
+async function pair(suite: string, seed: string, dropped: string[]): Promise<{ a: RunReport; b: RunReport }> {
+  const base = { suite, adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50 }
+  const a = await runSuite(stack.config, { ...base, seed: `${seed}-a`, adapterConfig: { skill: SKILL } })
+  const b = await runSuite(stack.config, {
+    ...base,
+    seed: `${seed}-b`,
+    adapterConfig: { skill: SKILL, task_skill: Object.fromEntries(dropped.map((t) => [t, DROPPED_SKILL])) },
+  })
+  return { a, b }
+}
+
+async function compare(request: Parameters<typeof compareStoredRuns>[1]) {
+  const reader = await openReader(stack.config)
+  try {
+    return await compareStoredRuns(reader, request)
+  } finally {
+    await reader.close()
+  }
+}
+
+const cases = [
+  { suite: 'smoke', seed: 'e2e-1', dropped: ['count_words', 'reverse_shout'] },
+  { suite: 'toy_math', seed: 'e2e-2', dropped: ['precedence'] },
+  { suite: 'smoke', seed: 'e2e-3', dropped: ['capital_lookup'] },
+]
+
+describe('forge compare of two mock runs with a planted drop', () => {
+  const runs = new Map<string, { a: RunReport; b: RunReport }>()
+
+  for (const c of cases) {
+    it(`flags exactly the dropped tasks (${c.suite}, seed ${c.seed}: ${c.dropped.join(', ')})`, async () => {
+      const { a, b } = await pair(c.suite, c.seed, c.dropped)
+      runs.set(c.seed, { a, b })
+      const report = await compare({ runA: a.run_id, runB: b.run_id })
+      expect(report.suites.map((s) => s.suite)).toEqual([c.suite])
+      const tasks = report.suites[0]!.tasks
+      expect(tasks).toHaveLength(a.tasks.length)
+      expect(tasks.every((t) => t.a.n === ATTEMPTS && t.b.n === ATTEMPTS)).toBe(true)
+      expect(tasks.filter((t) => t.regressed).map((t) => t.task_id).sort()).toEqual([...c.dropped].sort())
+      // flagged means significant after BH and a lower point estimate
+      for (const t of tasks.filter((x) => x.regressed)) expect({ q: t.q <= 0.05, dropped: t.delta! < 0 }).toEqual({ q: true, dropped: true })
+      expect(report.regression).toBe(true)
+      expect(report.findings.success).toBe(c.dropped.length)
+      // a worse agent also calls tools differently; an unchanged one does not
+      expect(tasks.filter((t) => t.tool_usage_changed).every((t) => c.dropped.includes(t.task_id))).toBe(true)
+      // same suite files, same price table: nothing to warn about
+      expect(report.warnings).toEqual([])
+    })
+  }
+
+  it('finds no regression between two runs of the same agent with different seeds', async () => {
+    const { a } = runs.get('e2e-1')!
+    const again = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'e2e-1-again', adapterConfig: { skill: SKILL } })
+    const report = await compare({ runA: a.run_id, runB: again.run_id })
+    expect({ regression: report.regression, findings: report.findings }).toEqual({
+      regression: false,
+      findings: { success: 0, tool_usage: 0, cost: 0, latency: 0, tool_calls: 0 },
+    })
+  })
+
+  it('compares against a stored baseline, newest version of a name or latest for the suite', async () => {
+    const { a, b } = runs.get('e2e-3')!
+    const first = await setBaseline(stack.config, { runId: runs.get('e2e-1')!.a.run_id, name: 'main', commit: 'aaaa1111', agentVersion: '1.0' })
+    const second = await setBaseline(stack.config, { runId: a.run_id, name: 'main', commit: 'bbbb2222', agentVersion: '1.1', note: 'e2e' })
+    expect([first.version, second.version]).toEqual([1, 2])
+    expect(second).toMatchObject({ name: 'main', run_id: a.run_id, suite: 'smoke', commit_hash: 'bbbb2222', agent_version: '1.1', note: 'e2e' })
+
+    const byName = await compare({ baseline: 'main', runB: b.run_id })
+    expect(byName.baseline).toEqual(second)
+    expect(byName.run_a).toBe(a.run_id)
+    expect(byName.suites[0]!.tasks.filter((t) => t.regressed).map((t) => t.task_id)).toEqual(['capital_lookup'])
+    expect((await compare({ baseline: 'main@1', runB: b.run_id })).run_a).toBe(runs.get('e2e-1')!.a.run_id)
+    expect((await compare({ baseline: 'bbbb22', runB: b.run_id })).baseline).toEqual(second)
+    expect((await compare({ baseline: 'latest', runB: b.run_id })).baseline).toEqual(second)
+    // no toy_math baseline exists: latest is per suite, never another suite's
+    await expect(compare({ baseline: 'latest', runB: runs.get('e2e-2')!.b.run_id })).rejects.toThrow(/no baseline is stored for suite "toy_math"/)
+  })
+
+  it('tells CI through the exit code, prints a readable table and has --json', () => {
+    const { a, b } = runs.get('e2e-3')!
+    const text = forge(['compare', a.run_id, b.run_id], stack.env)
+    expect(text.status).toBe(6)
+    expect(text.stdout).toMatch(/task\s+a k\/n\s+a\s+b k\/n\s+b\s+delta\s+test\s+p\s+q \(BH\)\s+verdict/)
+    expect(text.stdout).toMatch(/capital_lookup\s+\d+\/40.*REGRESSED/)
+    expect(text.stdout).toMatch(/price table 2026-11-default \(2026-11-30\)/)
+    expect(text.stdout).toMatch(/^REGRESSION: 1 task\(s\) dropped significantly/m)
+
+    const json = forge(['compare', '--baseline', 'main', b.run_id, '--json'], stack.env)
+    expect(json.status).toBe(6)
+    const parsed = JSON.parse(json.stdout) as { regression: boolean; baseline: { name: string; version: number }; findings: { success: number } }
+    expect({ regression: parsed.regression, baseline: [parsed.baseline.name, parsed.baseline.version], success: parsed.findings.success }).toEqual({
+      regression: true,
+      baseline: ['main', 2],
+      success: 1,
+    })
+
+    const same = forge(['compare', a.run_id, a.run_id], stack.env)
+    expect({ status: same.status, clean: /no regression found/.test(same.stdout) }).toEqual({ status: 0, clean: true })
+
+    const list = forge(['baseline', 'list', '--json'], stack.env)
+    expect((JSON.parse(list.stdout) as { name: string; version: number }[]).map((x) => `${x.name}@${x.version}`)).toEqual(['main@2', 'main@1'])
+    const shown = forge(['baseline', 'show', 'main'], stack.env)
+    expect(shown.stdout).toMatch(/^baseline main v2: run \S+, suite smoke/m)
+    expect(forge(['compare', '--baseline', 'nope'], stack.env).status).toBe(2)
+  })
+})
