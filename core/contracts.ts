@@ -36,13 +36,91 @@ export type ToolSpec = z.infer<typeof ToolSpec>
 export const GraderSpec = z.object({ type: z.string().min(1) }).catchall(z.unknown())
 export type GraderSpec = z.infer<typeof GraderSpec>
 
-export const FixtureSpec = z
+/** A relative path under the suite's fixtures directory (checked by suite validation). */
+const fixturePath = z.string().min(1)
+const recordId = z.union([z.string().min(1), z.number()])
+
+/** Fixture conditions: failures layered on a fixture's starting state (see FixtureSpec). */
+const MissingFiles = z.object({ type: z.literal('missing_records'), paths: z.array(z.string().min(1)).min(1) }).strict()
+const DuplicateFiles = z
+  .object({ type: z.literal('duplicate_records'), paths: z.array(z.string().min(1)).min(1), suffix: z.string().min(1).default(' (copy)') })
+  .strict()
+/** `where` is a SQL boolean expression over the table's columns; without it every row is affected */
+const MissingRows = z.object({ type: z.literal('missing_records'), table: identifier, where: z.string().min(1).optional() }).strict()
+const DuplicateRows = z.object({ type: z.literal('duplicate_records'), table: identifier, where: z.string().min(1).optional() }).strict()
+const MissingRecords = z.object({ type: z.literal('missing_records'), collection: identifier, ids: z.array(recordId).min(1) }).strict()
+const DuplicateRecords = z.object({ type: z.literal('duplicate_records'), collection: identifier, ids: z.array(recordId).min(1) }).strict()
+/** the token the service hands out at seeding is already expired: calls get 401 until refreshed */
+const ExpiredToken = z.object({ type: z.literal('expired_token') }).strict()
+/** requests under `paths` (all when absent) fail with `status`; only the first `requests` of them when given */
+const Outage = z
   .object({
-    kind: z.string().min(1).default('file'),
-    path: z.string().min(1),
+    type: z.literal('outage'),
+    paths: z.array(z.string().startsWith('/', 'a path starts with /')).min(1).optional(),
+    status: z.number().int().min(400).max(599).default(503),
+    requests: z.number().int().positive().optional(),
   })
-  .catchall(z.unknown())
+  .strict()
+
+export const WorkspaceCondition = z.discriminatedUnion('type', [MissingFiles, DuplicateFiles])
+export type WorkspaceCondition = z.infer<typeof WorkspaceCondition>
+export const SqliteCondition = z.discriminatedUnion('type', [MissingRows, DuplicateRows])
+export type SqliteCondition = z.infer<typeof SqliteCondition>
+export const HttpCondition = z.discriminatedUnion('type', [ExpiredToken, Outage, MissingRecords, DuplicateRecords])
+export type HttpCondition = z.infer<typeof HttpCondition>
+
+/** Read-only file contents a task's tools see through `ctx.fixtures` (the original fixture kind). */
+export const FileFixture = z.object({ kind: z.literal('file').default('file'), path: fixturePath }).strict()
+/** A per-attempt copy of a directory of files in a temp dir (no VCS metadata, nothing else of the suite). */
+export const WorkspaceFixture = z
+  .object({
+    kind: z.literal('workspace'),
+    name: identifier.default('workspace'),
+    from: fixturePath,
+    conditions: z.array(WorkspaceCondition).default([]),
+    /** read back after seeding: these paths must exist, those must not */
+    expect: z.object({ files: z.array(z.string().min(1)).optional(), absent: z.array(z.string().min(1)).optional() }).strict().optional(),
+  })
+  .strict()
+/** A per-attempt SQLite database seeded from SQL files, then CSV files (`table: file.csv`, header row first). */
+export const SqliteFixture = z
+  .object({
+    kind: z.literal('sqlite'),
+    name: identifier.default('db'),
+    sql: z.union([fixturePath, z.array(fixturePath).min(1)]).optional(),
+    csv: z.record(identifier, fixturePath).optional(),
+    conditions: z.array(SqliteCondition).default([]),
+    /** read back after seeding: row counts by table */
+    expect: z.object({ rows: z.record(identifier, z.number().int().nonnegative()) }).strict().optional(),
+  })
+  .strict()
+  .refine((f) => f.sql !== undefined || f.csv !== undefined, { message: 'a sqlite fixture needs `sql` or `csv` to seed from', path: ['sql'] })
+/**
+ * A per-attempt HTTP service on 127.0.0.1 serving a directory: every `<name>.json` holding an
+ * array is a collection of records with `id`s (GET list with field filters, GET one; POST, PATCH
+ * and DELETE when `writable`), every other file is served as a document at its path.
+ */
+export const HttpFixture = z
+  .object({
+    kind: z.literal('http'),
+    name: identifier.default('api'),
+    from: fixturePath,
+    writable: z.boolean().default(false),
+    conditions: z.array(HttpCondition).default([]),
+    /** read back after seeding: record counts by collection */
+    expect: z.object({ records: z.record(identifier, z.number().int().nonnegative()) }).strict().optional(),
+  })
+  .strict()
+
+/** A task's fixture; `kind` defaults to `file`, so `{ path: kv.json }` stays a file fixture. */
+export const FixtureSpec = z.discriminatedUnion('kind', [FileFixture, WorkspaceFixture, SqliteFixture, HttpFixture])
 export type FixtureSpec = z.infer<typeof FixtureSpec>
+export type FileFixture = z.infer<typeof FileFixture>
+export type WorkspaceFixture = z.infer<typeof WorkspaceFixture>
+export type SqliteFixture = z.infer<typeof SqliteFixture>
+export type HttpFixture = z.infer<typeof HttpFixture>
+/** The fixtures that get a per-attempt environment instance (every kind but `file`). */
+export type EnvironmentFixture = WorkspaceFixture | SqliteFixture | HttpFixture
 
 const TaskFields = z
   .object({
@@ -190,8 +268,24 @@ export const Grade = z.object({
   passed: z.boolean(),
   score: z.number().min(0).max(1),
   detail: z.string().default(''),
+  /** a broken Never-rule this grader found (e.g. a state_diff `must_not_change`): the outcome becomes `violation` */
+  violation: z.string().optional(),
 })
 export type Grade = z.infer<typeof Grade>
+
+/**
+ * What happened to an attempt's environment instance: `restored` (restore verified, the instance
+ * goes back to the pool), `quarantined` (restore not verified: never reused, `detail` says why) or
+ * `seed_unverified` (the seed could not be read back: the agent was never invoked).
+ */
+export const EnvironmentReport = z.object({
+  instance: z.string(),
+  status: z.enum(['restored', 'quarantined', 'seed_unverified']),
+  /** the instance served an earlier attempt and was restored and verified since */
+  reused: z.boolean(),
+  detail: z.string().default(''),
+})
+export type EnvironmentReport = z.infer<typeof EnvironmentReport>
 
 export const InvariantResult = z.object({
   name: z.string(),
@@ -232,6 +326,8 @@ export const AttemptResult = z.object({
   started_at: z.number(),
   finished_at: z.number(),
   tool_calls: z.array(ToolCall),
+  /** present when the task has environment fixtures (workspace, sqlite, http) */
+  environment: EnvironmentReport.optional(),
 })
 export type AttemptResult = z.infer<typeof AttemptResult>
 

@@ -14,6 +14,7 @@ import type {
   Task,
   ToolSpec,
 } from './contracts.js'
+import type { EnvQuery, EnvironmentView } from './env-diff.js'
 
 /** A tool a suite ships. `run` is called only by the harness's tool proxy, never by an agent directly. */
 export interface ToolDefinition extends ToolSpec {
@@ -25,7 +26,62 @@ export interface ToolRunContext {
   taskId: string
   /** fixture files resolved for this task, by the path written in the task file */
   fixtures: Record<string, string>
+  /**
+   * This attempt's own environment instances, by fixture name (`workspace`, `db`, `api` unless the
+   * task names them otherwise). Nothing in them is ground truth; no other attempt sees them.
+   */
+  env?: Readonly<Record<string, FixtureHandle>>
 }
+
+/** A per-attempt copy of a directory: tools read and write under `root` only. */
+export interface WorkspaceHandle {
+  kind: 'workspace'
+  name: string
+  /** absolute path of the attempt's copy */
+  root: string
+}
+
+/** The subset of a better-sqlite3 statement that suite tools use. */
+export interface SqlStatement {
+  /** true when the statement only reads */
+  readonly readonly: boolean
+  /** true when the statement returns rows */
+  readonly reader: boolean
+  all(...params: unknown[]): unknown[]
+  get(...params: unknown[]): unknown
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
+}
+
+/** The subset of a better-sqlite3 database that suite tools use. */
+export interface SqlDatabase {
+  prepare(sql: string): SqlStatement
+  exec(sql: string): unknown
+}
+
+/** A per-attempt SQLite database, open for reading and writing. */
+export interface SqliteHandle {
+  kind: 'sqlite'
+  name: string
+  /** absolute path of the attempt's database file */
+  path: string
+  db: SqlDatabase
+}
+
+/** A per-attempt HTTP fixture service on 127.0.0.1. */
+export interface HttpHandle {
+  kind: 'http'
+  name: string
+  /** e.g. http://127.0.0.1:PORT (no trailing slash) */
+  baseUrl: string
+  /** the bearer token `request` sends; expired at the start under an `expired_token` condition */
+  token: string
+  /** one request with the current token; any status comes back as data, JSON bodies parsed */
+  request(method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }>
+  /** trades the refresh token for a fresh bearer token (what a tool does after a 401) */
+  refresh(): Promise<void>
+}
+
+export type FixtureHandle = WorkspaceHandle | SqliteHandle | HttpHandle
 
 /** A tier-1 invariant: a pure function of the trace (no I/O, order-independent). */
 export type InvariantFn = (trace: AgentTrace) => { passed: boolean; detail?: string }
@@ -40,7 +96,7 @@ export interface LoadedSuite {
   invariants: Map<string, InvariantFn>
   /** golden traces by task id, for tasks that name one */
   goldens: Map<string, AgentTrace>
-  /** fixture file contents by task id, then by the path written in the task file */
+  /** `file` fixture contents by task id, then by the path written in the task file */
   fixtures: Map<string, Record<string, string>>
   /** a content hash of every file of the suite, so runs can tell when suite content differs */
   contentHash: string
@@ -106,6 +162,8 @@ export interface GradeContext {
   task: Task
   /** fixture contents by path, for graders that read files */
   fixtures: Record<string, string>
+  /** the environment fixtures' start and end state and their diff (tasks with workspace, sqlite or http fixtures) */
+  env?: EnvironmentView
 }
 
 /** A tier-0 outcome grader, registered by name; `config` is validated by `configSchema` at load time. */
@@ -114,6 +172,13 @@ export interface GraderDefinition<C = unknown> {
   description: string
   configSchema: z.ZodType<C>
   grade(config: C, trace: AgentTrace, ctx: GradeContext): Omit<Grade, 'grader'>
+  /**
+   * Read-only queries this grader needs answered against the end state (e.g. the `sql` grader's);
+   * the worker runs them after the agent stopped and before the restore (GradeContext.env.queries).
+   */
+  envQueries?(config: C): EnvQuery[]
+  /** The environment fixtures this grader reads, so suite validation can check the task has them. */
+  fixtureRefs?(config: C): { name: string; kind?: 'workspace' | 'sqlite' | 'http' }[]
 }
 
 export type { Grade, InvariantResult }

@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod'
 import { SuiteManifest, Task } from './contracts.js'
-import { validateGraderSpec } from './graders/index.js'
+import { fixtureRefsOf, validateGraderSpec } from './graders/index.js'
 
 /** One thing wrong with a suite: the file (relative to the suite directory), the field, what is wrong. */
 export interface SuiteProblem {
@@ -172,14 +172,43 @@ export function validateSuite(inventory: SuiteInventory): SuiteValidation {
     }
 
     const fixtures = data['fixtures']
+    // environment fixtures by name → kind, for the grader references below
+    const environment = new Map<string, string>()
     if (Array.isArray(fixtures)) {
       fixtures.forEach((fixture: unknown, i) => {
-        if (!isRecord(fixture) || typeof fixture['path'] !== 'string' || fixture['path'] === '') return
-        const path = fixture['path']
-        if (!isInside(path)) {
-          problems.push({ file, path: `fixtures[${i}].path`, message: `fixture "${path}" must stay inside ${manifest.fixtures}/` })
-        } else if (!fixturePaths.has(normalizeRelative(path))) {
-          problems.push({ file, path: `fixtures[${i}].path`, message: `fixture "${path}" not found under ${manifest.fixtures}/` })
+        if (!isRecord(fixture)) return
+        const kind = fixture['kind'] ?? 'file'
+        if (kind !== 'file' && typeof kind === 'string') {
+          const name = typeof fixture['name'] === 'string' ? fixture['name'] : DEFAULT_FIXTURE_NAMES[kind]
+          if (name !== undefined) {
+            if (environment.has(name)) problems.push({ file, path: `fixtures[${i}].name`, message: `duplicate fixture name "${name}": give each fixture its own \`name\`` })
+            else environment.set(name, kind)
+          }
+        }
+        for (const ref of fixtureReferences(fixture)) {
+          const at = `fixtures[${i}].${ref.field}`
+          if (!isInside(ref.path)) {
+            problems.push({ file, path: at, message: `fixture "${ref.path}" must stay inside ${manifest.fixtures}/` })
+            continue
+          }
+          const wanted = normalizeRelative(ref.path)
+          const found = ref.directory ? [...fixturePaths].some((p) => p.startsWith(`${wanted}/`)) : fixturePaths.has(wanted) || (ref.orDirectory === true && [...fixturePaths].some((p) => p.startsWith(`${wanted}/`)))
+          if (!found) problems.push({ file, path: at, message: `fixture ${ref.directory ? 'directory ' : ''}"${ref.path}" not found under ${manifest.fixtures}/` })
+        }
+      })
+    }
+
+    // graders that read environment fixtures must find them in this task
+    if (Array.isArray(specs)) {
+      specs.forEach((spec: unknown, i) => {
+        if (!isRecord(spec) || typeof spec['type'] !== 'string') return
+        for (const ref of fixtureRefsOf({ ...spec, type: spec['type'] })) {
+          const kind = environment.get(ref.name)
+          const have = environment.size === 0 ? 'it has no workspace, sqlite or http fixtures' : `it has: ${[...environment].map(([n, k]) => `${n} (${k})`).join(', ')}`
+          if (kind === undefined) problems.push({ file, path: `${graderField}[${i}]`, message: `reads fixture "${ref.name}", which this task does not have (${have})` })
+          else if (ref.kind !== undefined && kind !== ref.kind) {
+            problems.push({ file, path: `${graderField}[${i}]`, message: `reads fixture "${ref.name}" as ${ref.kind}, but it is a ${kind} fixture` })
+          }
         }
       })
     }
@@ -188,6 +217,47 @@ export function validateSuite(inventory: SuiteInventory): SuiteValidation {
   }
 
   return { tasks, problems }
+}
+
+/** The name an environment fixture gets when its task file names none. */
+export const DEFAULT_FIXTURE_NAMES: Readonly<Record<string, string>> = { workspace: 'workspace', sqlite: 'db', http: 'api' }
+
+interface FixtureReference {
+  /** the field inside the fixture entry, like `from` or `sql[1]` */
+  field: string
+  path: string
+  /** must be a directory with at least one file */
+  directory: boolean
+  /** may be a file or a directory */
+  orDirectory?: boolean
+}
+
+/** The files and directories under the fixtures directory that a fixture entry names. */
+function fixtureReferences(fixture: Record<string, unknown>): FixtureReference[] {
+  const refs: FixtureReference[] = []
+  const kind = fixture['kind'] ?? 'file'
+  const str = (v: unknown): v is string => typeof v === 'string' && v !== ''
+  if (kind === 'file' && str(fixture['path'])) refs.push({ field: 'path', path: fixture['path'], directory: false })
+  if ((kind === 'workspace' || kind === 'http') && str(fixture['from'])) {
+    const from = fixture['from']
+    refs.push({ field: 'from', path: from, directory: true })
+    if (kind === 'workspace' && Array.isArray(fixture['conditions'])) {
+      fixture['conditions'].forEach((condition: unknown, j) => {
+        if (!isRecord(condition) || !Array.isArray(condition['paths'])) return
+        condition['paths'].forEach((p: unknown, k) => {
+          if (str(p)) refs.push({ field: `conditions[${j}].paths[${k}]`, path: `${from}/${p}`, directory: false, orDirectory: true })
+        })
+      })
+    }
+  }
+  if (kind === 'sqlite') {
+    const sql = fixture['sql']
+    if (str(sql)) refs.push({ field: 'sql', path: sql, directory: false })
+    if (Array.isArray(sql)) sql.forEach((p: unknown, j) => str(p) && refs.push({ field: `sql[${j}]`, path: p, directory: false }))
+    const csv = fixture['csv']
+    if (isRecord(csv)) for (const [table, p] of Object.entries(csv)) if (str(p)) refs.push({ field: `csv.${table}`, path: p, directory: false })
+  }
+  return refs
 }
 
 /** `./a//b.json` → `a/b.json`; the key fixtures are stored and looked up by. */

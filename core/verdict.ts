@@ -52,7 +52,8 @@ function failureBucket(trace: AgentTrace): FailureBucket {
 /**
  * Decides outcome, validity and failure bucket. A harness error makes the attempt invalid
  * (outcome fail, bucket harness_error); so does an attempt with no grades at all, since nothing
- * was measured. A broken invariant makes the outcome `violation` whatever the grades say.
+ * was measured. A broken invariant, or a grade that found a broken Never-rule (`violation`), makes
+ * the outcome `violation` whatever the other grades say.
  */
 export function decideVerdict(input: VerdictInput): Verdict {
   if (input.harnessError !== undefined && input.harnessError !== '') {
@@ -63,7 +64,8 @@ export function decideVerdict(input: VerdictInput): Verdict {
     return { outcome: 'fail', validity: 'invalid', failure_bucket: 'harness_error' }
   }
   const validity = input.validity ?? 'valid'
-  if (input.invariants.some((invariant) => !invariant.passed)) {
+  // a Never-rule broken — by an invariant or a grade's `violation` (state_diff must_not_change)
+  if (input.invariants.some((invariant) => !invariant.passed) || input.grades.some((grade) => grade.violation !== undefined)) {
     return { outcome: 'violation', validity, failure_bucket: null }
   }
   const passedCount = input.grades.filter((grade) => grade.passed).length

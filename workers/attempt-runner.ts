@@ -18,12 +18,15 @@ import {
   type ToolCall,
   type ToolSpec,
 } from '../core/contracts.js'
-import { gradeAll, outputText } from '../core/graders/index.js'
+import type { EnvironmentView } from '../core/env-diff.js'
+import { envQueriesOf, gradeAll, outputText } from '../core/graders/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
 import { costOf, type PriceTable } from '../core/pricing.js'
 import { seedFromString } from '../core/random.js'
 import { decideVerdict } from '../core/verdict.js'
 import { resolveUpstream, startLlmGateway, type LlmGateway } from './llm/gateway.js'
+import { startEnvironment } from './env/lifecycle.js'
+import { environmentFixtures, type EnvironmentPool } from './env/pool.js'
 import { createToolBox } from './tool-proxy.js'
 
 export interface ExecuteAttemptOptions {
@@ -43,6 +46,8 @@ export interface ExecuteAttemptOptions {
   priceTable?: PriceTable
   /** where the LLM gateway finds its upstream (OPENAI_BASE_URL, OPENAI_API_KEY); default process.env */
   env?: NodeJS.ProcessEnv
+  /** where environment fixtures (workspace, sqlite, http) get their instances; default the worker's shared pool */
+  envPool?: EnvironmentPool
 }
 
 export interface AttemptExecution {
@@ -91,6 +96,8 @@ type Invocation =
   | { kind: 'returned'; output: AdapterOutput }
   | { kind: 'threw'; error: unknown }
   | { kind: 'timed_out'; output: AdapterOutput | undefined }
+  /** the environment's seed could not be verified: the agent was never invoked */
+  | { kind: 'skipped' }
 
 /** Runs one attempt; returns the result to publish and the full trace it was graded on. */
 export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptExecution> {
@@ -104,7 +111,13 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   const since = (t: number): number => Math.max(0, t - startedAt)
 
   const payload = buildInvocationPayload(task, suite)
-  const tools = createToolBox({ task, suite, attemptUid: uid, budget, startedAt, now })
+  // seeded and read back before any agent exists: a world nobody verified never meets an agent
+  const hasEnvironment = environmentFixtures(task).length > 0
+  const envStarted = hasEnvironment ? now() : startedAt
+  const environment = await startEnvironment(opts.envPool !== undefined ? { suite, task, pool: opts.envPool } : { suite, task })
+  const envSession = environment.status === 'ready' ? environment.session : undefined
+  const envSeeded = hasEnvironment ? now() : envStarted
+  const tools = createToolBox({ task, suite, attemptUid: uid, budget, startedAt, now, ...(envSession !== undefined ? { env: envSession.handles } : {}) })
   const controller = new AbortController()
   // started on the adapter's first ctx.llm(), closed when the agent stopped
   let gateway: Promise<LlmGateway> | undefined
@@ -132,15 +145,18 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   if (golden !== undefined) ctx.golden = structuredClone(golden)
 
   const agentStarted = now()
-  const invocation = await invokeWithDeadline(
-    () => adapter.invoke(payload, ctx),
-    budget.max_duration_ms,
-    opts.graceMs ?? adapter.stopGraceMs ?? DEFAULT_GRACE_MS,
-    () => {
-      tools.exhaust('max_duration_ms')
-      controller.abort(new Error(`attempt deadline of ${budget.max_duration_ms} ms reached`))
-    },
-  )
+  const invocation: Invocation =
+    environment.status === 'seed_unverified'
+      ? { kind: 'skipped' }
+      : await invokeWithDeadline(
+          () => adapter.invoke(payload, ctx),
+          budget.max_duration_ms,
+          opts.graceMs ?? adapter.stopGraceMs ?? DEFAULT_GRACE_MS,
+          () => {
+            tools.exhaust('max_duration_ms')
+            controller.abort(new Error(`attempt deadline of ${budget.max_duration_ms} ms reached`))
+          },
+        )
   const agentFinished = now()
   const llm = gateway === undefined ? undefined : await gateway.catch(() => undefined)
   await llm?.close()
@@ -148,7 +164,18 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
 
   let harnessError: string | undefined
   if (invocation.kind === 'threw') harnessError = `adapter "${adapter.name}" threw: ${errorMessage(invocation.error)}`
-  const output = invocation.kind === 'threw' ? undefined : invocation.output
+  if (environment.status === 'seed_unverified') harnessError = `environment not verified, agent not invoked: ${environment.report.detail}`
+  const output = invocation.kind === 'threw' || invocation.kind === 'skipped' ? undefined : invocation.output
+
+  // the end state is read once the agent stopped (its tool box is closed by then), before the restore
+  let envView: EnvironmentView | undefined
+  if (envSession !== undefined) {
+    try {
+      envView = await envSession.capture(envQueriesOf(task.outcome_graders))
+    } catch (error) {
+      harnessError ??= `the environment's end state could not be captured: ${errorMessage(error)}`
+    }
+  }
 
   let budgetLimit: BudgetLimit | undefined = tools.exhaustedBy
   // usage the gateway measured beats what an adapter says about itself
@@ -171,7 +198,8 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     output: output?.output,
     tool_calls: tools.calls,
     spans,
-    state_snapshots: output?.state_snapshots ?? [],
+    // the environment diff rides along so invariants (pure functions of the trace) can read state changes
+    state_snapshots: [...(output?.state_snapshots ?? []), ...(envView !== undefined ? [{ label: 'env_diff', at_ms: since(agentFinished), state: envView.diff }] : [])],
     errors: output?.errors ?? [],
     usage: { input_tokens: usage?.input_tokens ?? 0, output_tokens: usage?.output_tokens ?? 0 },
     duration_ms: Math.max(0, agentFinished - agentStarted),
@@ -204,7 +232,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   let invariants: InvariantResult[] = []
   if (harnessError === undefined) {
     try {
-      grades = gradeAll(task.outcome_graders, trace, { task, fixtures: suite.fixtures.get(task.id) ?? {} })
+      grades = gradeAll(task.outcome_graders, trace, { task, fixtures: suite.fixtures.get(task.id) ?? {}, ...(envView !== undefined ? { env: envView } : {}) })
     } catch (error) {
       harnessError = `grading failed: ${errorMessage(error)}`
     }
@@ -223,8 +251,17 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
       }
     })
   }
-  const finishedAt = now()
-  trace.spans.push(span('grading', 'attempt', 'grading', 'grade', since(gradingStarted), finishedAt - gradingStarted, {}))
+  const gradingFinished = now()
+  trace.spans.push(span('grading', 'attempt', 'grading', 'grade', since(gradingStarted), gradingFinished - gradingStarted, {}))
+
+  const envReport = environment.status === 'seed_unverified' ? environment.report : await envSession?.restore()
+  const finishedAt = envSession !== undefined ? now() : gradingFinished
+  if (environment.status !== 'none') {
+    trace.spans.push(span('env-seed', 'attempt', 'fixture', 'seed+verify', since(envStarted), envSeeded - envStarted, { status: environment.status }))
+    if (envSession !== undefined) {
+      trace.spans.push(span('env-restore', 'attempt', 'fixture', 'restore+verify', since(gradingFinished), finishedAt - gradingFinished, { status: envReport?.status ?? '' }))
+    }
+  }
 
   const validity = trace.isolation_degraded !== undefined ? { validity: 'degraded' as const } : {}
   const verdict = decideVerdict(harnessError === undefined ? { trace, grades, invariants, ...validity } : { trace, grades, invariants, harnessError, ...validity })
@@ -258,7 +295,12 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     instruction: task.instruction,
     output: truncateText(outputText(trace.output), LIMITS.outputBytes),
     self_report: truncateText(trace.self_report ?? '', LIMITS.errorBytes),
-    error: truncateText(harnessError ?? trace.errors.map((e) => `${e.kind}: ${e.message}`).join('; '), LIMITS.errorBytes),
+    error: truncateText(
+      [harnessError ?? trace.errors.map((e) => `${e.kind}: ${e.message}`).join('; '), envReport?.status === 'quarantined' ? `environment ${envReport.detail}` : '']
+        .filter((text) => text !== '')
+        .join('; '),
+      LIMITS.errorBytes,
+    ),
     // the gateway's figure when it forwarded the model calls; else the usage the adapter reported,
     // priced from the table (an unpriced model or no table: unavailable, never zero)
     cost_usd: llmSummary !== undefined ? llmSummary.cost_usd : opts.priceTable ? costOf(opts.priceTable, model, trace.usage) : null,
@@ -274,6 +316,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     started_at: startedAt,
     finished_at: finishedAt,
     tool_calls: trace.tool_calls.map(compactToolCall),
+    ...(envReport !== undefined ? { environment: envReport } : {}),
   })
   return { result, trace }
 }

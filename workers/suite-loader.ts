@@ -170,6 +170,8 @@ export async function loadSuite(ref: string, cwd: string = process.cwd()): Promi
       }
       const contents: Record<string, string> = {}
       for (const fixture of task.fixtures) {
+        // directory-backed kinds (workspace, sqlite, http) are seeded per attempt by workers/env
+        if (fixture.kind !== 'file') continue
         contents[fixture.path] = await readFile(path.join(suitePath, fixturesDir, normalizeRelative(fixture.path)), 'utf8')
       }
       fixtures.set(task.id, contents)

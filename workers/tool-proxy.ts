@@ -8,7 +8,7 @@
  * between; either past `max_retries_per_tool` exhausts the budget.
  */
 import type { Budget, BudgetLimit, Task, ToolCall, ToolSpec } from '../core/contracts.js'
-import type { LoadedSuite, ToolBox } from '../core/plugins.js'
+import type { FixtureHandle, LoadedSuite, ToolBox } from '../core/plugins.js'
 import { validateToolArgs } from '../core/tool-args.js'
 
 export interface ToolBoxOptions {
@@ -19,6 +19,8 @@ export interface ToolBoxOptions {
   /** epoch ms the attempt started at; call timings are relative to it */
   startedAt: number
   now?: () => number
+  /** the attempt's environment instances, handed to every tool call (ToolRunContext.env) */
+  env?: Readonly<Record<string, FixtureHandle>>
 }
 
 export interface RecordingToolBox extends ToolBox {
@@ -40,6 +42,7 @@ export function createToolBox(opts: ToolBoxOptions): RecordingToolBox {
   const allowed = new Set(task.tools)
   const disallowed = new Set(task.disallowed_tools)
   const fixtures = suite.fixtures.get(task.id) ?? {}
+  const env = opts.env ?? {}
   const specs: ToolSpec[] = task.tools.flatMap((name) => {
     const tool = suite.tools.get(name)
     return tool === undefined ? [] : [{ name: tool.name, description: tool.description, input_schema: tool.input_schema }]
@@ -111,7 +114,7 @@ export function createToolBox(opts: ToolBoxOptions): RecordingToolBox {
     if (problems.length > 0) return refuse('malformed_tool_call', `invalid arguments for "${name}": ${problems.join('; ')}`, retryIndex)
 
     try {
-      const result = await tool.run(args as Record<string, unknown>, { attemptUid, taskId: task.id, fixtures })
+      const result = await tool.run(args as Record<string, unknown>, { attemptUid, taskId: task.id, fixtures, env })
       return record(
         { ...base, result, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) },
         { ok: true, result },

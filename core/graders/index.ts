@@ -4,19 +4,23 @@
  */
 import { z } from 'zod'
 import type { AgentTrace, Grade, GraderSpec } from '../contracts.js'
+import { envQueryKey, type EnvQuery } from '../env-diff.js'
 import type { GradeContext, GraderDefinition } from '../plugins.js'
 import { containsGrader } from './contains.js'
 import { GraderConfigError } from './errors.js'
 import { exactGrader } from './exact.js'
+import { fileGrader } from './file.js'
 import { numericGrader } from './numeric.js'
 import { regexGrader } from './regex.js'
+import { sqlGrader } from './sql.js'
+import { stateDiffGrader } from './state-diff.js'
 import { toolSequenceGrader } from './tool-sequence.js'
 
 export { GraderConfigError } from './errors.js'
 export { extractNumber, outputText, selectOutput } from './output.js'
 export { successfulToolNames } from './tool-sequence.js'
 
-const all: GraderDefinition<any>[] = [exactGrader, containsGrader, regexGrader, numericGrader, toolSequenceGrader]
+const all: GraderDefinition<any>[] = [exactGrader, containsGrader, regexGrader, numericGrader, toolSequenceGrader, fileGrader, sqlGrader, stateDiffGrader]
 
 /** Every registered grader by its `type` name. */
 export const graders: ReadonlyMap<string, GraderDefinition<any>> = new Map(all.map((grader) => [grader.name, grader]))
@@ -119,6 +123,35 @@ export function gradeAll(specs: GraderSpec[], trace: AgentTrace, ctx: GradeConte
     if (!parsed.ok) throw new GraderConfigError(spec.type, parsed.problems)
     const body = parsed.grader.grade(parsed.config, trace, ctx)
     const name = typeof spec['name'] === 'string' && spec['name'] !== '' ? spec['name'] : spec.type
-    return { grader: name, passed: body.passed, score: body.score, detail: body.detail }
+    const grade: Grade = { grader: name, passed: body.passed, score: body.score, detail: body.detail }
+    if (body.violation !== undefined) grade.violation = body.violation
+    return grade
   })
+}
+
+/**
+ * The read-only queries a task's graders need answered against the end state of its fixtures,
+ * without duplicates; specs that do not validate are skipped (gradeAll reports them).
+ */
+export function envQueriesOf(specs: GraderSpec[]): EnvQuery[] {
+  const seen = new Set<string>()
+  const queries: EnvQuery[] = []
+  for (const spec of specs) {
+    const parsed = parseConfig(spec)
+    if (!parsed.ok || parsed.grader.envQueries === undefined) continue
+    for (const query of parsed.grader.envQueries(parsed.config)) {
+      const key = envQueryKey(query)
+      if (seen.has(key)) continue
+      seen.add(key)
+      queries.push(query)
+    }
+  }
+  return queries
+}
+
+/** The environment fixtures a grader spec reads (name and, when it needs one, kind); [] for a spec that does not validate. */
+export function fixtureRefsOf(spec: GraderSpec): { name: string; kind?: 'workspace' | 'sqlite' | 'http' }[] {
+  const parsed = parseConfig(spec)
+  if (!parsed.ok || parsed.grader.fixtureRefs === undefined) return []
+  return parsed.grader.fixtureRefs(parsed.config)
 }

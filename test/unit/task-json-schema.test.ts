@@ -43,8 +43,11 @@ describe('taskJsonSchema', () => {
     expect(items['anyOf'].map((variant: Json) => variant['properties']['type']['const']).sort()).toEqual([
       'contains',
       'exact',
+      'file',
       'numeric',
       'regex',
+      'sql',
+      'state_diff',
       'tool_sequence',
     ])
   })
