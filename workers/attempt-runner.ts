@@ -121,6 +121,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   const controller = new AbortController()
   // started on the adapter's first ctx.llm(), closed when the agent stopped
   let gateway: Promise<LlmGateway> | undefined
+  let agentStopped = false
   const startGateway = async (): Promise<LlmGateway> =>
     startLlmGateway({
       upstream: resolveUpstream(opts.adapterConfig, opts.env ?? process.env),
@@ -138,7 +139,8 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     signal: controller.signal,
     config: opts.adapterConfig,
     budget,
-    llm: () => (gateway ??= startGateway()),
+    // an adapter still running past its deadline must not open a gateway nobody closes
+    llm: () => (agentStopped ? Promise.reject(new Error('the attempt has ended: no model calls after it')) : (gateway ??= startGateway())),
   }
   // ground truth goes to the oracle only: it replays the golden to prove the task solvable
   const golden = adapter.name === ORACLE_ADAPTER ? suite.goldens.get(task.id) : undefined
@@ -158,6 +160,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
           },
         )
   const agentFinished = now()
+  agentStopped = true
   const llm = gateway === undefined ? undefined : await gateway.catch(() => undefined)
   await llm?.close()
   const llmSummary = llm?.summary()
