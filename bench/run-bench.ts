@@ -2,6 +2,7 @@
  * `npm run bench`: end-to-end orchestration throughput and memory on the embedded stack
  * (a mock agent never waits, so this measures Forge's own cost), plus raw ingest into chDB.
  *   FORGE_BENCH_ATTEMPTS (default 1000), FORGE_BENCH_WORKERS (default 1)
+ *   FORGE_BENCH_ONLY=e2e|ingest|stats runs one part; the stats part times forge stats / compare over 1,000,000 attempts
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -12,7 +13,10 @@ import { resolveConfig } from '../stack/config.js'
 import { readStackState, stackDown, stackUp } from '../stack/local-stack.js'
 import { openClickHouse } from '../store/clickhouse.js'
 import { migrate } from '../store/migrations.js'
-import { insertAttempts } from '../store/repositories.js'
+import { insertAttempts, insertRuns } from '../store/repositories.js'
+import { getRunStats } from '../app/stats.js'
+import { compareStoredRuns } from '../app/compare.js'
+import { directReader } from '../store/clickhouse.js'
 
 function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   try {
@@ -98,7 +102,70 @@ async function ingest(rows: number): Promise<void> {
   }
 }
 
+/**
+ * `forge stats` and `forge compare` over 1,000,000 attempts per run (100 tasks, ~1.5 tool calls
+ * each), rows generated inside chDB (INSERT … SELECT FROM numbers) so only the reads are timed.
+ */
+async function statsAtScale(rows: number): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'forge-bench-stats-'))
+  const client = await openClickHouse({ kind: 'embedded', path: dir })
+  try {
+    await migrate(client)
+    const fill = async (runId: string, passPercent: number): Promise<void> => {
+      const uid = `concat('${runId}/c0/t', toString(number % 100), '/', toString(intDiv(number, 100)))`
+      await client.command({
+        query: `INSERT INTO attempts (attempt_uid, run_id, config_id, suite, task_id, attempt, adapter, outcome, validity,
+            failure_bucket, cost_usd, latency_ms, tool_call_count, input_tokens, output_tokens, model, started_at, finished_at, ingested_at)
+          SELECT ${uid}, '${runId}', 'c0', 'bench', concat('t', toString(number % 100)), intDiv(number, 100), 'mock',
+            if(cityHash64(number, '${runId}') % 100 < ${passPercent}, 'pass', 'fail'), 'valid',
+            if(cityHash64(number, '${runId}') % 100 < ${passPercent}, '', 'wrong_answer'),
+            (cityHash64(number, 1) % 1000) / 1e6, (cityHash64(number, 2) % 50000) / 10, cityHash64(number, 3) % 4,
+            100 + cityHash64(number, 4) % 900, 10 + cityHash64(number, 5) % 90, 'gpt-4o-mini', now64(3), now64(3), now64(3)
+          FROM numbers(${rows})`,
+      })
+      await client.command({
+        query: `INSERT INTO tool_calls (attempt_uid, run_id, task_id, call_index, name, args, result, retry_index, started_ms, duration_ms, ingested_at)
+          SELECT ${uid}, '${runId}', concat('t', toString(number % 100)), c, ['kv_get', 'echo', 'add'][1 + (cityHash64(number, c) % 3)], '{}', '', 0, c, 1, now64(3)
+          FROM numbers(${rows}) ARRAY JOIN range(toUInt8(cityHash64(number, 3) % 4)) AS c`,
+      })
+      const at = Date.now()
+      await insertRuns(client, [
+        {
+          run_id: runId, suite: 'bench', suite_path: '', adapter: 'mock', config_id: 'c0', attempts: rows / 100, task_count: 100, seed: '',
+          status: 'completed', started_at: at, finished_at: at, updated_at: at, price_table_version: 'bench', price_table_date: '2026-11-30',
+          suite_hash: '', judge_model: '', judge_prompt_version: '', stop_width: 0, stopped_tasks: [],
+        },
+      ])
+    }
+    const filled = performance.now()
+    await fill('bench1m-a', 80)
+    await fill('bench1m-b', 78)
+    console.log(`stats at scale: 2 runs × ${rows.toLocaleString('en-US')} attempts (100 tasks) generated in chDB in ${((performance.now() - filled) / 1000).toFixed(1)} s`)
+    const reader = directReader(client)
+    const time = async (label: string, target: string, fn: () => Promise<unknown>): Promise<void> => {
+      const runs: number[] = []
+      for (let i = 0; i < 3; i++) {
+        const started = performance.now()
+        await fn()
+        runs.push(performance.now() - started)
+      }
+      console.log(`  ${label}: first ${(runs[0]! / 1000).toFixed(2)} s, best of 3 ${(Math.min(...runs) / 1000).toFixed(2)} s (${target})`)
+    }
+    const stats = await getRunStats(reader, 'bench1m-a')
+    console.log(`  (read back: ${stats.attempts.toLocaleString('en-US')} attempts, ${stats.tasks.length} tasks, suite success ${((stats.suite_rate ?? 0) * 100).toFixed(1)}%)`)
+    await time(`forge stats over ${rows.toLocaleString('en-US')} attempts`, 'target < 1 s', () => getRunStats(reader, 'bench1m-a'))
+    await time(`forge compare of two ${rows.toLocaleString('en-US')}-attempt runs (with tool sequences)`, 'no target', () =>
+      compareStoredRuns(reader, { runA: 'bench1m-a', runB: 'bench1m-b' }),
+    )
+  } finally {
+    await client.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 const attempts = Number(process.env['FORGE_BENCH_ATTEMPTS'] ?? 1000)
 const workers = Number(process.env['FORGE_BENCH_WORKERS'] ?? 1)
-await endToEnd(attempts, workers)
-await ingest(100_000)
+const only = process.env['FORGE_BENCH_ONLY']
+if (!only || only === 'e2e') await endToEnd(attempts, workers)
+if (!only || only === 'ingest') await ingest(100_000)
+if (!only || only === 'stats') await statsAtScale(1_000_000)
