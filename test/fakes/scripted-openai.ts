@@ -3,8 +3,9 @@
  * model provider), so tests can assert exact traces. Each reply is chosen by the conversation's
  * turn — the number of assistant messages in the request — so concurrent conversations each get
  * the same script. Every request is recorded with the Authorization header it came with.
+ * `"stream": true` gets the reply as server-sent chunks.
  */
-import { createServer, type IncomingMessage } from 'node:http'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 export interface ScriptedToolCall {
@@ -71,6 +72,10 @@ export async function startScriptedOpenAI(script: Script): Promise<ScriptedOpenA
           function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
         }))
         const usage = reply.usage === undefined ? { prompt_tokens: 10 * (turn + 1), completion_tokens: 5 } : reply.usage
+        if (body['stream'] === true) {
+          const options = body['stream_options'] as { include_usage?: boolean } | undefined
+          return streamReply(res, { id: `chatcmpl-scripted-${served}`, model: reply.model ?? body.model, content: reply.content ?? null, toolCalls, usage: options?.include_usage ? usage : null })
+        }
         send(200, {
           id: `chatcmpl-scripted-${served}`,
           object: 'chat.completion',
@@ -127,6 +132,37 @@ export function naiveSolver(request: ChatRequest, turn: number): ScriptedReply {
     args[name] = turn > 0 && i === 0 && previous !== undefined ? previous : input[name]
   }
   return { tool_calls: [{ name: tool.function.name, arguments: args }] }
+}
+
+/** A reply as server-sent chunks, the way OpenAI streams: role, content in pieces, tool-call deltas, finish, usage when asked, [DONE]. */
+function streamReply(
+  res: ServerResponse,
+  reply: {
+    id: string
+    model: string
+    content: string | null
+    toolCalls: { id: string; type: string; function: { name: string; arguments: string } }[]
+    usage: { prompt_tokens: number; completion_tokens: number } | null
+  },
+): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' })
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): void => {
+    res.write(`data: ${JSON.stringify({ id: reply.id, object: 'chat.completion.chunk', created: 1_700_000_000, model: reply.model, choices, ...extra })}\n\n`)
+  }
+  const delta = (d: Record<string, unknown>, finish: string | null = null): void => chunk([{ index: 0, delta: d, finish_reason: finish, logprobs: null }])
+  delta({ role: 'assistant', content: '' })
+  if (reply.content !== null) {
+    const half = Math.ceil(reply.content.length / 2)
+    delta({ content: reply.content.slice(0, half) })
+    delta({ content: reply.content.slice(half) })
+  }
+  reply.toolCalls.forEach((call, index) => {
+    delta({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] })
+    delta({ tool_calls: [{ index, function: { arguments: call.function.arguments } }] })
+  })
+  delta({}, reply.toolCalls.length > 0 ? 'tool_calls' : 'stop')
+  if (reply.usage !== null) chunk([], { usage: { ...reply.usage, total_tokens: reply.usage.prompt_tokens + reply.usage.completion_tokens } })
+  res.end('data: [DONE]\n\n')
 }
 
 async function readJson(req: IncomingMessage): Promise<ChatRequest> {

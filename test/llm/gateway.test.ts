@@ -1,4 +1,5 @@
 /** The LLM gateway against a scripted upstream: forwarding, auth, spans, usage, pricing, the token budget. */
+import OpenAI from 'openai'
 import { afterEach, describe, expect, it } from 'vitest'
 import { PriceTable } from '../../core/pricing.js'
 import { decodingOf, resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewayOptions } from '../../workers/llm/gateway.js'
@@ -92,22 +93,55 @@ describe('LLM gateway', () => {
     })
   })
 
-  it('refuses a wrong token, other routes and streaming without forwarding them', async () => {
+  it('refuses a wrong token, other routes and malformed requests without forwarding them', async () => {
     const { upstream: up, gateway: gw } = await setUp([{ content: 'never' }])
     const wrongKey = await complete(gw, hello, 'sk-real-upstream-key')
     expect(wrongKey).toEqual({ status: 401, json: { error: expect.objectContaining({ code: 'invalid_api_key' }) } })
     const models = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${gw.apiKey}` } })
     expect(models.status).toBe(404)
     await models.body?.cancel()
-    const streamed = await complete(gw, { ...hello, stream: true })
-    expect(streamed).toEqual({
-      status: 400,
-      json: { error: { message: 'the Forge LLM gateway does not stream: send "stream": false', type: 'invalid_request_error', code: 'stream_unsupported', param: null } },
-    })
     const noMessages = await complete(gw, { model: 'm' })
     expect(noMessages.status).toBe(400)
     expect(up.requests).toEqual([])
-    expect(gw.spans.map((s) => s.attributes['status'])).toEqual(['bad_request', 'bad_request'])
+    expect(gw.spans.map((s) => s.attributes['status'])).toEqual(['bad_request'])
+  })
+
+  it('relays a stream as it comes, asking the upstream for usage and hiding that chunk from a client that did not ask', async () => {
+    const { upstream: up, gateway: gw } = await setUp([{ content: 'hello there', tool_calls: [{ name: 'f', arguments: { a: 1 } }], usage: { prompt_tokens: 100, completion_tokens: 20 } }])
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 })
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = []
+    for await (const chunk of await client.chat.completions.create({ model: 'priced-model', messages: [{ role: 'user', content: 'hi' }], stream: true, temperature: 1 })) chunks.push(chunk)
+
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('hello there')
+    expect(chunks.every((c) => c.choices.length === 1)).toBe(true)
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('tool_calls')
+    expect(up.requests[0]!.body).toEqual({ model: 'priced-model', messages: [{ role: 'user', content: 'hi' }], stream: true, temperature: 1, stream_options: { include_usage: true } })
+    expect(gw.spans[0]!.attributes).toEqual({
+      status: 'ok',
+      model: 'priced-model',
+      temperature: 1,
+      messages: 1,
+      stream: true,
+      http_status: 200,
+      response_model: 'priced-model',
+      finish_reason: 'tool_calls',
+      tool_calls: 1,
+      input_tokens: 100,
+      output_tokens: 20,
+      cost_usd: 0.14,
+      latency_ms: 10,
+    })
+    expect(gw.summary()).toMatchObject({ usage: { input_tokens: 100, output_tokens: 20 }, cost_usd: 0.14 })
+  })
+
+  it('passes the usage chunk of a stream on to a client that asked for it', async () => {
+    const { gateway: gw } = await setUp([{ content: 'ok', usage: { prompt_tokens: 7, completion_tokens: 3 } }])
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.apiKey, maxRetries: 0 })
+    const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
+    const usages = []
+    for await (const chunk of stream) if (chunk.usage) usages.push(chunk.usage)
+    expect(usages).toEqual([{ prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 }])
+    expect(gw.summary().usage).toEqual({ input_tokens: 7, output_tokens: 3 })
   })
 
   it('stops the agent once usage reaches max_tokens: later calls get an error and are never forwarded', async () => {

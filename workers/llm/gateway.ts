@@ -2,7 +2,7 @@
  * The LLM gateway: a per-attempt OpenAI-compatible HTTP server on 127.0.0.1 that stands between an
  * agent and its real model. The agent gets the gateway's URL and a per-attempt token as its API
  * key (never the real upstream key); the gateway checks the token, forwards
- * `POST /v1/chat/completions` to the upstream, records every call as a `model` span (model,
+ * `POST /v1/chat/completions` (plain or streamed) to the upstream, records every call as a `model` span (model,
  * decoding parameters, usage, latency), sums usage, prices it with the price table, and enforces
  * the attempt's max_tokens budget. Every model-backed adapter, in-process or not, goes through it.
  */
@@ -164,10 +164,7 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
       record('bad_request', model)
       return sendError(res, 400, 'a chat completion needs "model" (a string) and "messages" (an array)', 'invalid_request_error', 'invalid_body')
     }
-    if (body['stream'] === true) {
-      record('bad_request', model)
-      return sendError(res, 400, 'the Forge LLM gateway does not stream: send "stream": false', 'invalid_request_error', 'stream_unsupported')
-    }
+    const streamed = body['stream'] === true
     if (opts.maxTokens !== undefined && used() >= opts.maxTokens) {
       exhaust()
       record('budget_exhausted', model)
@@ -179,49 +176,59 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
         'max_tokens_budget_exhausted',
       )
     }
+    if (streamed) attributes['stream'] = true
+    // a stream reports usage only when asked: ask for it (and hide it from a client that did not)
+    const clientWantsUsage = isRecord(body['stream_options']) && body['stream_options']['include_usage'] === true
+    const forwarded = streamed && !clientWantsUsage ? JSON.stringify({ ...body, stream_options: { ...(isRecord(body['stream_options']) ? body['stream_options'] : {}), include_usage: true } }) : raw
 
     let upstream: Response
-    let text: string
     try {
-      const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' }
+      const headers: Record<string, string> = { 'content-type': 'application/json', accept: streamed ? 'text/event-stream' : 'application/json' }
       if (opts.upstream.apiKey) headers['authorization'] = `Bearer ${opts.upstream.apiKey}`
       upstream = await fetch(`${upstreamBase}/chat/completions`, {
         method: 'POST',
         headers,
-        body: raw,
+        body: forwarded,
         signal: AbortSignal.any([closing.signal, AbortSignal.timeout(opts.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS)]),
       })
-      text = await upstream.text()
     } catch (error) {
       attributes['error'] = `upstream unreachable: ${errorMessage(error)}`
       record('upstream_error', model)
       return sendError(res, 502, `the Forge LLM gateway could not reach the model: ${errorMessage(error)}`, 'upstream_error', 'upstream_unreachable')
     }
     attributes['http_status'] = upstream.status
-    if (!upstream.ok) {
-      attributes['error'] = text.slice(0, 500)
+
+    let outcome: CompletionFacts
+    try {
+      if (!upstream.ok) {
+        const text = await upstream.text()
+        attributes['error'] = text.slice(0, 500)
+        record('upstream_error', model)
+        res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' })
+        res.end(text)
+        return
+      }
+      if (streamed) {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+        outcome = await relayStream(upstream, res, clientWantsUsage)
+        res.end()
+      } else {
+        const text = await upstream.text()
+        outcome = factsOf(parseObject(text))
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(text)
+      }
+    } catch (error) {
+      attributes['error'] = `upstream failed mid-response: ${errorMessage(error)}`
       record('upstream_error', model)
-      res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' })
-      res.end(text)
+      if (!res.headersSent) return sendError(res, 502, `the model's response broke off: ${errorMessage(error)}`, 'upstream_error', 'upstream_broken')
+      res.destroy()
       return
     }
 
-    let completion: Record<string, unknown> | undefined
-    try {
-      const parsed: unknown = JSON.parse(text)
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) completion = parsed as Record<string, unknown>
-    } catch {
-      completion = undefined
-    }
-    const callUsage = usageOf(completion)
-    const responseModel = typeof completion?.['model'] === 'string' ? completion['model'] : model
-    const [choice] = Array.isArray(completion?.['choices']) ? (completion['choices'] as Record<string, unknown>[]) : []
-    const message = choice?.['message'] as Record<string, unknown> | undefined
-    Object.assign(attributes, {
-      response_model: responseModel,
-      finish_reason: choice?.['finish_reason'] ?? null,
-      tool_calls: Array.isArray(message?.['tool_calls']) ? message['tool_calls'].length : 0,
-    })
+    const responseModel = outcome.model ?? model
+    Object.assign(attributes, { response_model: responseModel, finish_reason: outcome.finishReason, tool_calls: outcome.toolCalls })
+    const callUsage = outcome.usage
     if (callUsage === undefined) {
       // a response without usage cannot be priced or budgeted: the cost becomes unavailable
       attributes['usage'] = 'missing'
@@ -235,8 +242,6 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
       if (opts.maxTokens !== undefined && used() > opts.maxTokens) exhaust()
     }
     record('ok', model)
-    res.writeHead(200, { 'content-type': 'application/json' })
-    res.end(text)
   }
 
   const server: Server = createServer((req, res) => {
@@ -306,6 +311,86 @@ export function resolveUpstream(config: Record<string, unknown>, env: NodeJS.Pro
     throw new LlmConfigError(`adapter config api_key_env names ${keyVariable}, which is not set in the worker's environment`)
   }
   return apiKey ? { baseURL, apiKey } : { baseURL }
+}
+
+/** What the gateway keeps of one answered completion. */
+interface CompletionFacts {
+  model: string | undefined
+  usage: TokenUsage | undefined
+  finishReason: unknown
+  toolCalls: number
+}
+
+function factsOf(completion: Record<string, unknown> | undefined): CompletionFacts {
+  const [choice] = Array.isArray(completion?.['choices']) ? (completion['choices'] as unknown[]) : []
+  const message = isRecord(choice) && isRecord(choice['message']) ? choice['message'] : undefined
+  return {
+    model: typeof completion?.['model'] === 'string' ? completion['model'] : undefined,
+    usage: usageOf(completion),
+    finishReason: isRecord(choice) ? (choice['finish_reason'] ?? null) : null,
+    toolCalls: Array.isArray(message?.['tool_calls']) ? message['tool_calls'].length : 0,
+  }
+}
+
+/**
+ * Relays a server-sent-event stream of chat-completion chunks to the client as it arrives, reading
+ * the model, finish reason, tool calls and usage off the chunks. The usage-only chunk the gateway
+ * asked for is dropped when the client did not ask for it itself.
+ */
+async function relayStream(upstream: Response, res: ServerResponse, clientWantsUsage: boolean): Promise<CompletionFacts> {
+  const facts: CompletionFacts = { model: undefined, usage: undefined, finishReason: null, toolCalls: 0 }
+  const toolCallIndexes = new Set<number>()
+  const relay = (event: string): void => {
+    const data = event
+      .split(/\r?\n/)
+      .filter((line) => line.startsWith('data:'))
+      .map((line) => line.slice(5).trimStart())
+      .join('\n')
+    const chunk = data === '' || data === '[DONE]' ? undefined : parseObject(data)
+    if (chunk !== undefined) {
+      if (typeof chunk['model'] === 'string') facts.model = chunk['model']
+      facts.usage = usageOf(chunk) ?? facts.usage
+      const choices = Array.isArray(chunk['choices']) ? chunk['choices'] : []
+      for (const choice of choices) {
+        if (!isRecord(choice)) continue
+        if (choice['finish_reason'] !== undefined && choice['finish_reason'] !== null) facts.finishReason = choice['finish_reason']
+        const delta = isRecord(choice['delta']) ? choice['delta'] : {}
+        for (const call of Array.isArray(delta['tool_calls']) ? delta['tool_calls'] : []) {
+          if (isRecord(call) && typeof call['index'] === 'number') toolCallIndexes.add(call['index'])
+        }
+      }
+      if (!clientWantsUsage && choices.length === 0 && chunk['usage'] !== undefined) return
+    }
+    res.write(`${event}\n\n`)
+  }
+  const decoder = new TextDecoder()
+  let buffer = ''
+  if (upstream.body !== null) {
+    for await (const bytes of upstream.body) {
+      buffer += decoder.decode(bytes, { stream: true })
+      for (let match = /\r?\n\r?\n/.exec(buffer); match !== null; match = /\r?\n\r?\n/.exec(buffer)) {
+        relay(buffer.slice(0, match.index))
+        buffer = buffer.slice(match.index + match[0].length)
+      }
+    }
+  }
+  buffer += decoder.decode()
+  if (buffer.trim() !== '') relay(buffer)
+  facts.toolCalls = toolCallIndexes.size
+  return facts
+}
+
+function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text)
+    return isRecord(parsed) ? parsed : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function spanIndex(span: Span): number {
