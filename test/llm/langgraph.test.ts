@@ -76,6 +76,16 @@ describe('langgraph adapter', () => {
     expect(trace.spans.filter((s) => s.category === 'model').map((s) => s.attributes['status'])).toEqual(['ok', 'ok'])
   })
 
+  it('hands tool calls whose arguments are not JSON to the proxy, which records them as malformed', async () => {
+    const { result } = await attempt([{ tool_calls: [{ name: 'upper', arguments: '{"value": ' }] }, { content: 'ABC' }], { model: 'scripted-lg' })
+    expect(result.tool_calls).toEqual([expect.objectContaining({ name: 'upper', args: '{"value": ', refused: 'malformed_tool_call' })])
+    expect(upstream!.requests[1]!.body.messages.at(-1)).toEqual({
+      role: 'tool',
+      tool_call_id: 'call_0_0',
+      content: 'Error: invalid arguments for "upper": args: expected an object of named arguments, got string',
+    })
+  })
+
   it('builds a new graph per attempt: a second attempt starts from the instruction, not from the first one', async () => {
     await attempt(solveUpper, { model: 'scripted-lg' }, fakeTask(), 0)
     await attempt(solveUpper, { model: 'scripted-lg' }, fakeTask(), 1)
