@@ -1,7 +1,7 @@
 import type { CompareReport } from '../app/compare.js'
 import type { MetricChange, TaskComparison } from '../core/compare.js'
 import { stampsOf } from '../app/stats.js'
-import { ms, num, pct, pp, pValue, table, usd } from './format.js'
+import { interval, ms, num, pct, pp, pValue, table, usd } from './format.js'
 import { stampLine } from './stats-view.js'
 
 const metricLabel: Record<MetricChange['metric'], string> = {
@@ -40,20 +40,22 @@ export function printComparison(log: (line: string) => void, report: CompareRepo
     log(`suite ${suite.suite}: success ${pct(suite.a.rate)} → ${pct(suite.b.rate)} (${pp(suite.delta)}; unweighted means of task rates)`)
     log(
       table(
-        ['task', 'a k/n', 'a', 'b k/n', 'b', 'delta', 'test', 'p', 'q (BH)', 'verdict'],
+        ['task', 'a k/n', 'a', 'wilson 95%', 'b k/n', 'b', 'wilson 95%', 'delta', 'test', 'p', 'q (BH)', 'verdict'],
         suite.tasks.map((t) => [
           t.task_id,
           `${t.a.k}/${t.a.n}`,
           pct(t.a.rate),
+          interval(t.a.low, t.a.high),
           `${t.b.k}/${t.b.n}`,
           pct(t.b.rate),
+          interval(t.b.low, t.b.high),
           pp(t.delta),
           t.test === 'fisher exact' ? 'fisher' : 'z',
           pValue(t.p),
           pValue(t.q),
           verdict(t),
         ]),
-        ['l', 'r', 'r', 'r', 'r', 'r', 'l', 'r', 'r', 'l'],
+        ['l', 'r', 'r', 'l', 'r', 'r', 'l', 'r', 'l', 'r', 'r', 'l'],
       ),
     )
     if (suite.only_in_a.length > 0) log(`tasks only in a: ${suite.only_in_a.join(', ')}`)
