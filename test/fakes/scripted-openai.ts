@@ -23,6 +23,8 @@ export interface ScriptedReply {
   status?: number
   /** the `model` field of the response (default: the requested model) */
   model?: string
+  /** wait this long before answering (a slow model) */
+  delay_ms?: number
 }
 
 export interface ChatRequest {
@@ -53,7 +55,7 @@ export async function startScriptedOpenAI(script: Script): Promise<ScriptedOpenA
   let served = 0
   const server = createServer((req, res) => {
     readJson(req).then(
-      (body) => {
+      async (body) => {
         const path = (req.url ?? '').split('?')[0] ?? ''
         requests.push({ method: req.method ?? '', path, authorization: req.headers['authorization'], body })
         const send = (status: number, payload: unknown): void => {
@@ -64,6 +66,7 @@ export async function startScriptedOpenAI(script: Script): Promise<ScriptedOpenA
         const turn = body.messages.filter((m) => m.role === 'assistant').length
         const reply = typeof script === 'function' ? script(body, turn) : script[turn]
         if (reply === undefined) return send(500, { error: { message: `the script has no reply for turn ${turn}`, type: 'server_error' } })
+        if (reply.delay_ms !== undefined) await new Promise((resolve) => setTimeout(resolve, reply.delay_ms))
         if (reply.status !== undefined) return send(reply.status, { error: { message: reply.content ?? 'scripted error', type: 'server_error', code: null } })
         served += 1
         const toolCalls = (reply.tool_calls ?? []).map((call, i) => ({

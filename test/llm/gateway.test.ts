@@ -215,6 +215,15 @@ describe('LLM gateway', () => {
     }
   })
 
+  it('aborts a call still in flight when it closes, and keeps its span', async () => {
+    const { gateway: gw } = await setUp([{ content: 'late', delay_ms: 5_000 }])
+    const pending = complete(gw, hello).catch((error: unknown) => error)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    await gw.close()
+    expect(gw.spans.map((s) => s.attributes['status'])).toEqual(['upstream_error'])
+    expect(await pending).toBeInstanceOf(Error)
+  })
+
   it('accepts no calls after close', async () => {
     const { gateway: gw } = await setUp([{ content: 'a' }])
     await gw.close()

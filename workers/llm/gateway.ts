@@ -115,6 +115,8 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
   let decoding: Record<string, unknown> | undefined
   let cost: number | null = 0
   let exhausted = false
+  // calls still being answered: close() waits for them, so each leaves its span
+  const inflight = new Set<Promise<void>>()
 
   const exhaust = (): void => {
     if (exhausted) return
@@ -251,10 +253,13 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
       return sendError(res, 401, 'invalid API key: use the per-attempt token the harness gave you', 'invalid_request_error', 'invalid_api_key')
     }
     if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/chat/completions')) {
-      handleCompletion(req, res).catch((error: unknown) => {
-        if (!res.headersSent) sendError(res, 500, `gateway error: ${errorMessage(error)}`, 'server_error', 'gateway_error')
-        else res.destroy()
-      })
+      const call = handleCompletion(req, res)
+        .catch((error: unknown) => {
+          if (!res.headersSent) sendError(res, 500, `gateway error: ${errorMessage(error)}`, 'server_error', 'gateway_error')
+          else res.destroy()
+        })
+        .finally(() => inflight.delete(call))
+      inflight.add(call)
       return
     }
     req.resume()
@@ -288,11 +293,13 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
       }
     },
     close() {
-      closed ??= new Promise<void>((resolve) => {
+      closed ??= (async () => {
         closing.abort(new Error('the attempt ended'))
-        server.close(() => resolve())
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
         server.closeAllConnections()
-      })
+        await Promise.allSettled([...inflight])
+        await stopped
+      })()
       return closed
     },
   }
