@@ -97,7 +97,7 @@ describe('payload isolation', () => {
     expect(leaks(files(suiteDir).join('\n')).sort()).toEqual(Object.keys(SECRETS).sort())
   })
 
-  it.each([
+  it.each<[string, { protocol?: string }]>([
     ['stdio', {}],
     ['http', { protocol: 'http' }],
   ])('subprocess (%s): environment, argv, working directory, stdin and tool list carry no ground truth', async (_label, extra) => {
