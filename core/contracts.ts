@@ -82,13 +82,17 @@ export const WorkspaceFixture = z
     expect: z.object({ files: z.array(z.string().min(1)).optional(), absent: z.array(z.string().min(1)).optional() }).strict().optional(),
   })
   .strict()
-/** A per-attempt SQLite database seeded from SQL files, then CSV files (`table: file.csv`, header row first). */
+/**
+ * A per-attempt SQLite database seeded from SQL files, then CSV files (`table: file.csv`, header row
+ * first), then `sql_after` files (overlays that need the loaded rows).
+ */
 export const SqliteFixture = z
   .object({
     kind: z.literal('sqlite'),
     name: identifier.default('db'),
     sql: z.union([fixturePath, z.array(fixturePath).min(1)]).optional(),
     csv: z.record(identifier, fixturePath).optional(),
+    sql_after: z.union([fixturePath, z.array(fixturePath).min(1)]).optional(),
     conditions: z.array(SqliteCondition).default([]),
     /** read back after seeding: row counts by table */
     expect: z.object({ rows: z.record(identifier, z.number().int().nonnegative()) }).strict().optional(),

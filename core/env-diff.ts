@@ -272,7 +272,7 @@ export interface ChangeSelector {
   before?: Record<string, unknown> | undefined
   /** the row/record after the change holds these values */
   after?: Record<string, unknown> | undefined
-  /** the file's (or document's) text after the change contains this */
+  /** the state after the change contains this text: a file's or document's text, a row's or record's JSON */
   contains?: string | undefined
 }
 
@@ -291,7 +291,10 @@ export function matchesChange(selector: ChangeSelector, change: EnvChange): bool
   if (selector.key !== undefined && (change.key === undefined || !holds(change.key, selector.key))) return false
   if (selector.before !== undefined && !holds(change.before, selector.before)) return false
   if (selector.after !== undefined && !holds(change.after, selector.after)) return false
-  if (selector.contains !== undefined && !(typeof change.after === 'string' && change.after.includes(selector.contains))) return false
+  if (selector.contains !== undefined) {
+    const after = typeof change.after === 'string' ? change.after : change.after === undefined ? '' : canonicalJson(change.after)
+    if (!after.includes(selector.contains)) return false
+  }
   return true
 }
 

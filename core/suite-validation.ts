@@ -251,9 +251,11 @@ function fixtureReferences(fixture: Record<string, unknown>): FixtureReference[]
     }
   }
   if (kind === 'sqlite') {
-    const sql = fixture['sql']
-    if (str(sql)) refs.push({ field: 'sql', path: sql, directory: false })
-    if (Array.isArray(sql)) sql.forEach((p: unknown, j) => str(p) && refs.push({ field: `sql[${j}]`, path: p, directory: false }))
+    for (const field of ['sql', 'sql_after'] as const) {
+      const sql = fixture[field]
+      if (str(sql)) refs.push({ field, path: sql, directory: false })
+      if (Array.isArray(sql)) sql.forEach((p: unknown, j) => str(p) && refs.push({ field: `${field}[${j}]`, path: p, directory: false }))
+    }
     const csv = fixture['csv']
     if (isRecord(csv)) for (const [table, p] of Object.entries(csv)) if (str(p)) refs.push({ field: `csv.${table}`, path: p, directory: false })
   }

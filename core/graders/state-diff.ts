@@ -13,7 +13,7 @@ const selectorShape = {
   key: z.record(z.string(), z.unknown()).optional(),
   before: z.record(z.string(), z.unknown()).optional(),
   after: z.record(z.string(), z.unknown()).optional(),
-  /** the file's text after the change contains this */
+  /** the state after the change contains this text (a file's text, a row's or record's JSON) */
   contains: z.string().min(1).optional(),
 }
 

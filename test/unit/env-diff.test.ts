@@ -90,5 +90,9 @@ describe('globToRegExp and matchesChange', () => {
     // a whole-table change has no key
     expect(matchesChange({ table: 'orders', key: { id: 5 } }, { fixture: 'db', kind: 'sqlite', op: 'removed', target: 'orders' })).toBe(false)
     expect(matchesChange({ table: 'orders' }, { fixture: 'db', kind: 'sqlite', op: 'removed', target: 'orders' })).toBe(true)
+    // `contains` reads a row's JSON as text, and a file's text as it is
+    expect(matchesChange({ table: 'orders', contains: '"qty":2' }, row)).toBe(true)
+    expect(matchesChange({ contains: 'qty":1' }, row)).toBe(false)
+    expect(matchesChange({ path: '*.md', contains: 'hi' }, { fixture: 'ws', kind: 'workspace', op: 'added', target: 'a.md', after: 'oh hi' })).toBe(true)
   })
 })

@@ -153,18 +153,21 @@ export const sqliteDriver: FixtureDriver<SqliteFixture> = {
     const db = new Database(templatePath)
     let baseline: SqliteState
     try {
-      const sqlFiles = spec.sql === undefined ? [] : typeof spec.sql === 'string' ? [spec.sql] : spec.sql
-      for (const file of sqlFiles) {
-        const text = await readFile(path.resolve(ctx.fixturesDir, file), 'utf8')
-        try {
-          db.exec(text)
-        } catch (error) {
-          throw new FixtureSeedError(spec.name, `${file}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      const runSql = async (files: string | string[] | undefined): Promise<void> => {
+        for (const file of files === undefined ? [] : typeof files === 'string' ? [files] : files) {
+          const text = await readFile(path.resolve(ctx.fixturesDir, file), 'utf8')
+          try {
+            db.exec(text)
+          } catch (error) {
+            throw new FixtureSeedError(spec.name, `${file}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+          }
         }
       }
+      await runSql(spec.sql)
       for (const [table, file] of Object.entries(spec.csv ?? {})) {
         loadCsv(db, table, await readFile(path.resolve(ctx.fixturesDir, file), 'utf8'), spec.name, file)
       }
+      await runSql(spec.sql_after)
       for (const condition of spec.conditions) {
         try {
           applyCondition(db, condition, spec.name)
