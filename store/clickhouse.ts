@@ -78,7 +78,7 @@ export async function queryRows<T>(
   const embedded = embeddedClients.has(client)
   if (opts.readOnly && embedded) {
     const problem = notReadOnly(sql)
-    if (problem) throw new StoreError(`query refused: ${problem}\n  in: ${firstLine(sql)}`)
+    if (problem) throw new StoreError(`query refused (readonly): ${problem}\n  in: ${firstLine(sql)}`)
   }
   try {
     const rs = await client.query({
