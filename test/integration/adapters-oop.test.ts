@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite, type RunReport } from '../../app/run.js'
 import { openReader } from '../../app/store-access.js'
 import { packageRoot } from '../../stack/paths.js'
+import { livingGroupMembers } from '../../workers/process-group.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
 
@@ -123,6 +124,22 @@ describe('out-of-process adapters on the embedded stack', () => {
   it('oracle: every golden of smoke replays to a pass through the real tool proxy', async () => {
     const report = await run('oracle', {}, { taskIds: ['echo_greeting', 'reverse_shout'], attempts: 2 })
     await expectAllPassed(report, 4)
+  })
+
+  it('a worker process that exits mid-attempt takes its agents\' process groups with it', async () => {
+    // the exit hook of workers/process-group.ts, in a real process: track a detached group, exit
+    const script = `
+      import { spawn } from 'node:child_process'
+      import { trackProcessGroup } from ${JSON.stringify(`${root}/dist/workers/process-group.js`)}
+      const agent = spawn('sh', ['-c', 'sleep 1000 & sleep 1000'], { detached: true, stdio: 'ignore' })
+      trackProcessGroup(agent.pid)
+      setTimeout(() => { console.log(agent.pid); process.exit(0) }, 200)
+    `
+    const worker = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const pgid = Number((await createInterface({ input: worker.stdout! })[Symbol.asyncIterator]().next()).value)
+    await new Promise((resolve) => worker.once('exit', resolve))
+    expect(pgid).toBeGreaterThan(0)
+    expect(livingGroupMembers(pgid)).toEqual([])
   })
 
   it('forge run --adapter subprocess works from the CLI as a user runs it', () => {
