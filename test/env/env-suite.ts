@@ -31,25 +31,8 @@ export const invariants = {
 }
 `
 
-export function makeEnvSuite(overrides: Record<string, string | null> = {}): string {
-  return makeSuite({
-    'tools.mjs': TOOLS,
-    'invariants.mjs': INVARIANTS,
-    'tasks/alpha.yaml': null,
-    'tasks/beta.yaml': null,
-    'goldens/alpha.json': null,
-    'fixtures/notes.txt': null,
-    'fixtures/ws/report.txt': 'draft\n',
-    'fixtures/ws/data/items.csv': 'id,name\n1,apple\n2,pear\n',
-    'fixtures/ws/.git/HEAD': 'ref: refs/heads/main\n',
-    'fixtures/db/schema.sql': 'CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER);\nCREATE TABLE log (msg TEXT);\n',
-    'fixtures/db/items.csv': 'id,name,qty\n1,apple,3\n2,pear,5\n3,plum,0\n',
-    'fixtures/api/books.json': JSON.stringify([
-      { id: 'b1', title: 'Dune', author: 'Herbert' },
-      { id: 'b2', title: 'Emma', author: 'Austen' },
-      { id: 'b3', title: 'Ubik', author: 'Dick' },
-    ]),
-    'fixtures/api/docs/about.md': '# About\nA small library.\n',
+/** The task files of the env suite, by path: one per fixture kind. */
+export const ENV_TASKS: Record<string, string> = {
     'tasks/ws_write.yaml': `id: ws_write
 instruction: Write done into report.txt.
 input: { path: report.txt, content: done }
@@ -98,6 +81,28 @@ outcome_graders:
   - type: contains
     expected: Dick
 `,
+}
+
+export function makeEnvSuite(overrides: Record<string, string | null> = {}): string {
+  return makeSuite({
+    'tools.mjs': TOOLS,
+    'invariants.mjs': INVARIANTS,
+    'tasks/alpha.yaml': null,
+    'tasks/beta.yaml': null,
+    'goldens/alpha.json': null,
+    'fixtures/notes.txt': null,
+    'fixtures/ws/report.txt': 'draft\n',
+    'fixtures/ws/data/items.csv': 'id,name\n1,apple\n2,pear\n',
+    'fixtures/ws/.git/HEAD': 'ref: refs/heads/main\n',
+    'fixtures/db/schema.sql': 'CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER);\nCREATE TABLE log (msg TEXT);\n',
+    'fixtures/db/items.csv': 'id,name,qty\n1,apple,3\n2,pear,5\n3,plum,0\n',
+    'fixtures/api/books.json': JSON.stringify([
+      { id: 'b1', title: 'Dune', author: 'Herbert' },
+      { id: 'b2', title: 'Emma', author: 'Austen' },
+      { id: 'b3', title: 'Ubik', author: 'Dick' },
+    ]),
+    'fixtures/api/docs/about.md': '# About\nA small library.\n',
+    ...ENV_TASKS,
     ...overrides,
   })
 }

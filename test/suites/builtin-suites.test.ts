@@ -22,7 +22,7 @@ describe('built-in suites', () => {
       new Set(['exact', 'contains', 'numeric', 'regex', 'tool_sequence']),
     )
     expect(smoke.tasks.every((t) => t.invariants.length > 0)).toBe(true)
-    expect([...smoke.goldens.keys()].sort()).toEqual(['echo_greeting', 'reverse_shout'])
+    expect([...smoke.goldens.keys()].sort()).toEqual(['capital_lookup', 'count_words', 'echo_greeting', 'reverse_shout', 'sum_two_numbers'])
     expect(Object.keys(smoke.fixtures.get('capital_lookup') ?? {})).toEqual(['kv.json'])
   })
 
