@@ -6,10 +6,10 @@
  * reparented to pid 1, which reaps them on its own schedule, so `process.kill(-pgid, 0)` may
  * still see their zombies for a moment — they run nothing.
  */
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { livingGroupMembers } from '../../workers/process-group.js'
 import { subprocessAdapter } from '../../workers/adapters/subprocess.js'
 import { agentPath, alive, attempt, toolSuite } from './helpers.js'
@@ -83,7 +83,9 @@ describe('budgets on misbehaving subprocess agents', () => {
 
   it('leaves no process behind when a forking agent is stopped at the deadline', async () => {
     const { suite, task } = toolSuite({ budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 800 } })
-    const pidsFile = join(mkdtempSync(join(tmpdir(), 'forge-pids-')), 'pids')
+    const pidsDir = mkdtempSync(join(tmpdir(), 'forge-pids-'))
+    onTestFinished(() => rmSync(pidsDir, { recursive: true, force: true }))
+    const pidsFile = join(pidsDir, 'pids')
     // a shell agent: forks a child that ignores SIGTERM (so does its sleep) and a plain one, then sleeps itself
     const script = `read line; sh -c 'trap "" TERM; sleep 1000' & a=$!; sleep 1000 & b=$!; echo "$$ $a $b" > "$PIDS_FILE"; sleep 1000`
     const { result, trace } = await attempt(subprocessAdapter, { command: ['sh', '-c', script], env: { PIDS_FILE: pidsFile } }, suite, task)
