@@ -101,7 +101,7 @@ describe('the invocation payload', () => {
         const task = suite.tasks.find((t) => t.id === taskId)
         if (task === undefined) throw new Error(taskId)
         expect(Object.keys(payload).sort()).toEqual(['budget', 'disallowed_tools', 'input', 'instruction', 'tools'])
-        expect(ctxKeys).toEqual(['attemptUid', 'config', 'seed', 'signal', 'taskId', 'tools'])
+        expect(ctxKeys).toEqual(['attemptUid', 'budget', 'config', 'llm', 'seed', 'signal', 'taskId', 'tools'])
         expect(payload.tools.map((t) => t.name)).toEqual(task.tools)
         expect(payload.tools.every((t) => Object.keys(t).sort().join() === 'description,input_schema,name')).toBe(true)
 
