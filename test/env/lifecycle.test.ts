@@ -1,25 +1,30 @@
-import { existsSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { AttemptResult, Task } from '../../core/contracts.js'
 import type { AdapterContext, AgentAdapter, LoadedSuite } from '../../core/plugins.js'
 import { runAttempt } from '../../workers/attempt-runner.js'
 import type { FixtureDriver } from '../../workers/env/driver.js'
-import { EnvironmentPool } from '../../workers/env/pool.js'
+import { EnvironmentPool, sweepAbandonedPools } from '../../workers/env/pool.js'
 import { workspaceDriver } from '../../workers/env/workspace.js'
 import type { WorkspaceFixture } from '../../core/contracts.js'
 import { loadSuite } from '../../workers/suite-loader.js'
 import { removeTempSuites } from '../suites/temp-suite.js'
 import { makeEnvSuite } from './env-suite.js'
 
+// quarantined instances are kept on purpose: the pools live under a temp dir this file removes
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'forge-env-test-'))
 const pools: EnvironmentPool[] = []
 function newPool(opts: ConstructorParameters<typeof EnvironmentPool>[0] = {}): EnvironmentPool {
-  const pool = new EnvironmentPool(opts)
+  const pool = new EnvironmentPool({ root: path.join(scratch, `pool-${pools.length}`), ...opts })
   pools.push(pool)
   return pool
 }
 afterAll(async () => {
   for (const pool of pools) await pool.close()
+  rmSync(scratch, { recursive: true, force: true })
   removeTempSuites()
 })
 
@@ -375,5 +380,22 @@ describe('concurrent attempts of one task', () => {
       ['b1', 'b2', 'b3', 'left'],
       ['b1', 'b2', 'b3', 'right'],
     ])
+  })
+})
+
+describe('files of dead workers', () => {
+  it('are swept (quarantined instances kept); a live process\'s pool is never touched', () => {
+    const tmp = mkdtempSync(path.join(scratch, 'tmp-'))
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid
+    const live = process.ppid
+    for (const [pid, parts] of [
+      [dead, ['instances/t-1', 'templates/t-1', 'quarantine/t-2']],
+      [live, ['instances/t-1']],
+    ] as const) {
+      for (const part of parts) mkdirSync(path.join(tmp, `forge-env-${pid}-abc`, part), { recursive: true })
+    }
+    expect(sweepAbandonedPools(tmp)).toEqual([`forge-env-${dead}-abc`])
+    expect(readdirSync(path.join(tmp, `forge-env-${dead}-abc`))).toEqual(['quarantine'])
+    expect(readdirSync(path.join(tmp, `forge-env-${live}-abc`))).toEqual(['instances'])
   })
 })

@@ -250,6 +250,8 @@ async function startService(template: ServiceData, spec: HttpFixture): Promise<S
     server.once('error', reject)
     server.listen(0, '127.0.0.1', () => resolve())
   })
+  // an idle fixture service must not keep a worker process alive once it is told to stop
+  server.unref()
   const { port } = server.address() as AddressInfo
   return {
     server,

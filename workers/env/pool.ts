@@ -90,7 +90,7 @@ export class EnvironmentPool {
       if (this.options.root !== undefined) {
         mkdirSync(this.options.root, { recursive: true })
         this.rootDir = this.options.root
-      } else this.rootDir = mkdtempSync(path.join(os.tmpdir(), 'forge-env-'))
+      } else this.rootDir = mkdtempSync(path.join(os.tmpdir(), `${ROOT_PREFIX}${process.pid}-`))
     }
     return this.rootDir
   }
@@ -223,6 +223,40 @@ export class EnvironmentPool {
   }
 }
 
+/** Default pool roots are `<tmp>/forge-env-<pid>-XXXXXX`, so the files of a dead process can be found. */
+const ROOT_PREFIX = 'forge-env-'
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    // EPERM: alive, someone else's
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Removes what pools of dead worker processes left in the temp dir (a SIGKILL skips exit
+ * handlers), keeping their quarantined instances. A root whose pid is alive is never touched.
+ */
+export function sweepAbandonedPools(tmp: string = os.tmpdir()): string[] {
+  const swept: string[] = []
+  let entries: string[]
+  try {
+    entries = readdirSync(tmp)
+  } catch {
+    return swept
+  }
+  for (const entry of entries) {
+    const match = new RegExp(`^${ROOT_PREFIX}(\\d+)-`).exec(entry)
+    if (match === null || Number(match[1]) === process.pid || isAlive(Number(match[1]))) continue
+    removeExceptQuarantine(path.join(tmp, entry))
+    swept.push(entry)
+  }
+  return swept
+}
+
 function keyOf(suite: LoadedSuite, task: Task): string {
   return `${suite.path}\u0000${suite.contentHash}\u0000${task.id}`
 }
@@ -255,6 +289,7 @@ let shared: EnvironmentPool | undefined
 /** The worker process's pool (created on first use; its files are removed when the process exits). */
 export function sharedEnvironmentPool(): EnvironmentPool {
   if (shared === undefined) {
+    sweepAbandonedPools()
     const pool = new EnvironmentPool()
     shared = pool
     process.once('exit', () => {
