@@ -5,7 +5,7 @@
  *
  * A 135M model does not do OpenAI function calling by itself, so when a request offers tools the
  * server asks for one JSON object — `{"tool": NAME, "arguments": {…}}` or `{"answer": "…"}` — and
- * constrains decoding with a grammar built from the tools' JSON Schemas. Which tool, which
+ * constrains decoding with a GBNF grammar built from the tools' JSON Schemas. Which tool, which
  * arguments and whether to answer are still the model's own (poor, non-deterministic) choices.
  * Requests are served one at a time (one context sequence); usage is the tokens the model
  * actually evaluated and generated.
@@ -14,7 +14,7 @@ import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { getLlama, LlamaChat, LlamaLogLevel, type ChatHistoryItem, type LlamaGrammar } from 'node-llama-cpp'
+import { getLlama, LlamaChat, LlamaLogLevel, type ChatHistoryItem } from 'node-llama-cpp'
 import { packageRoot } from '../../workers/suite-loader.js'
 
 export const SMOLLM2_FILE = 'SmolLM2-135M-Instruct.Q4_1.gguf'
@@ -74,8 +74,7 @@ export async function startLlamaServer(opts: { modelPath?: string; contextSize?:
   const complete = async (request: ChatRequest): Promise<Record<string, unknown>> => {
     const tools = request.tools?.filter((t) => t.type === 'function') ?? []
     const history = toHistory(request.messages ?? [], tools)
-    // built at run time from the request's tools: its literal type (which the API infers from) is unknown
-    const grammar = tools.length > 0 ? await llama.createGrammarForJsonSchema(replySchema(tools) as never) : undefined
+    const grammar = tools.length > 0 ? await llama.createGrammar({ grammar: replyGrammar(tools) }) : undefined
     const sequence = context.getSequence()
     const chat = new LlamaChat({ contextSequence: sequence })
     const started = Date.now()
@@ -85,7 +84,7 @@ export async function startLlamaServer(opts: { modelPath?: string; contextSize?:
         ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
         ...(request.top_p !== undefined ? { topP: request.top_p } : {}),
         ...(request.seed !== undefined ? { seed: request.seed } : {}),
-        ...(grammar ? { grammar: grammar as LlamaGrammar } : {}),
+        ...(grammar ? { grammar } : {}),
       }
       const result = await chat.generateResponse(history, options)
       const usage = { prompt_tokens: sequence.tokenMeter.usedInputTokens, completion_tokens: sequence.tokenMeter.usedOutputTokens }
@@ -168,7 +167,7 @@ function toHistory(messages: ChatMessage[], tools: ChatTool[]): ChatHistoryItem[
     if (message.role === 'user') history.push({ type: 'user', text: text(message.content) })
     else if (message.role === 'tool') history.push({ type: 'user', text: `Tool result: ${text(message.content)}` })
     else if (message.role === 'assistant') {
-      const calls = (message.tool_calls ?? []).map((c) => `{"tool": ${JSON.stringify(c.function.name)}, "arguments": ${c.function.arguments || '{}'}}`)
+      const calls = (message.tool_calls ?? []).map((c) => `{"tool":${JSON.stringify(c.function.name)},"arguments":${c.function.arguments || '{}'}}`)
       history.push({ type: 'model', response: [calls.length > 0 ? calls.join('\n') : JSON.stringify({ answer: text(message.content) })] })
     }
   }
@@ -184,37 +183,57 @@ function toolInstructions(tools: ChatTool[]): string {
   ].join('\n')
 }
 
-/** The grammar's schema: a call of one of the offered tools (arguments shaped by its schema) or an answer. */
-function replySchema(tools: ChatTool[]): Record<string, unknown> {
-  return {
-    oneOf: [
-      ...tools.map((t) => ({
-        type: 'object',
-        properties: { tool: { const: t.function.name }, arguments: grammarSchema(t.function.parameters ?? { type: 'object', properties: {} }) },
-      })),
-      { type: 'object', properties: { answer: { type: 'string' } } },
-    ],
-  }
+/**
+ * A GBNF grammar for the reply: compact JSON (no whitespace to spend tokens on), either a call of one
+ * of the offered tools with arguments shaped by its schema (every property, in order) or an answer.
+ */
+export function replyGrammar(tools: ChatTool[]): string {
+  const rules: string[] = []
+  const alternatives = tools.map((tool, i) => {
+    rules.push(`args${i} ::= ${objectRule(tool.function.parameters ?? {})}`)
+    return `${literal(`{"tool":${JSON.stringify(tool.function.name)},"arguments":`)} args${i} "}"`
+  })
+  alternatives.push(`${literal('{"answer":')} string "}"`)
+  return [`root ::= ${alternatives.join(' | ')}`, ...rules, ...JSON_RULES].join('\n')
 }
 
-/** A tool's JSON Schema reduced to what a GBNF grammar can express (types, enums, objects, arrays). */
-function grammarSchema(schema: Record<string, unknown>): Record<string, unknown> {
-  if (Array.isArray(schema['enum'])) return { enum: schema['enum'] }
+const JSON_RULES = [
+  String.raw`string ::= "\"" ( [^"\\\x00-\x1F] | "\\" ["\\/bfnrt] )* "\""`,
+  String.raw`number ::= "-"? [0-9]+ ("." [0-9]+)?`,
+  String.raw`integer ::= "-"? [0-9]+`,
+  String.raw`boolean ::= "true" | "false"`,
+  String.raw`value ::= string | number | boolean | "null"`,
+]
+
+function objectRule(schema: Record<string, unknown>): string {
+  const properties = Object.entries((schema['properties'] as Record<string, Record<string, unknown>> | undefined) ?? {})
+  if (properties.length === 0) return literal('{}')
+  const members = properties.map(([name, property], i) => `${literal(`${i > 0 ? ',' : ''}${JSON.stringify(name)}:`)} ${valueRule(property)}`)
+  return `"{" ${members.join(' ')} "}"`
+}
+
+function valueRule(schema: Record<string, unknown>): string {
+  if (Array.isArray(schema['enum'])) return `(${schema['enum'].map((v) => literal(JSON.stringify(v))).join(' | ')})`
   switch (schema['type']) {
-    case 'object': {
-      const properties = (schema['properties'] as Record<string, Record<string, unknown>> | undefined) ?? {}
-      return { type: 'object', properties: Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, grammarSchema(v)])) }
-    }
-    case 'array':
-      return { type: 'array', items: grammarSchema((schema['items'] as Record<string, unknown> | undefined) ?? { type: 'string' }) }
     case 'string':
     case 'number':
     case 'integer':
     case 'boolean':
-      return { type: schema['type'] }
+      return schema['type']
+    case 'object':
+      return `(${objectRule(schema)})`
+    case 'array': {
+      const item = valueRule((schema['items'] as Record<string, unknown> | undefined) ?? {})
+      return `("[" (${item} ("," ${item})*)? "]")`
+    }
     default:
-      return { type: ['string', 'number', 'boolean'] }
+      return 'value'
   }
+}
+
+/** A GBNF string literal matching `text` exactly. */
+function literal(text: string): string {
+  return `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`
 }
 
 function parseReply(text: string): { tool?: string; arguments?: unknown; answer?: string } | undefined {

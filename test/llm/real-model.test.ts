@@ -49,13 +49,19 @@ describe('react on a real small model (SmolLM2-135M-Instruct, node-llama-cpp)', 
         const modelSpans = trace.spans.filter((s) => s.category === 'model')
         expect(modelSpans.length).toBeGreaterThanOrEqual(1)
         expect(modelSpans.length).toBeLessThanOrEqual(3)
-        for (const span of modelSpans) {
-          expect(span.attributes).toMatchObject({ status: 'ok', model: 'smollm2-135m-instruct', temperature: 0.8, max_tokens: 64, seed: Number(result.seed) })
+        // on a busy machine the deadline may cut the last call short: that call is aborted, the rest answered
+        const cut = result.budget_limit === 'max_duration_ms' ? 1 : 0
+        for (const [i, span] of modelSpans.entries()) {
+          expect(span.attributes).toMatchObject({ model: 'smollm2-135m-instruct', temperature: 0.8, max_tokens: 64, seed: Number(result.seed) })
+          if (i >= modelSpans.length - cut) continue
+          expect(span.attributes['status']).toBe('ok')
           expect(span.attributes['input_tokens']).toBeGreaterThan(0)
         }
+        expect([null, 'max_duration_ms']).toContain(result.budget_limit)
         expect(Outcome.options).toContain(result.outcome)
         expect(result.validity).toBe('valid')
-        expect(result.failure_bucket === null).toBe(result.outcome === 'pass')
+        // a broken invariant (e.g. the same call twice) is a violation, which has no failure bucket
+        expect(result.failure_bucket === null).toBe(result.outcome === 'pass' || result.outcome === 'violation')
         if (result.failure_bucket !== null) expect(FAILURE_BUCKETS).toContain(result.failure_bucket)
         expect(result.input_tokens).toBeGreaterThan(0)
         expect(result.output_tokens).toBeGreaterThan(0)
