@@ -267,6 +267,17 @@ export const FAILURE_BUCKETS = [
 export const FailureBucket = z.enum(FAILURE_BUCKETS)
 export type FailureBucket = z.infer<typeof FailureBucket>
 
+/**
+ * How a judge call was made: the model, the prompt version and the decoding settings. Stamped on
+ * every judge result (grades, metrics, golden divergence) so runs judged differently can be told apart.
+ */
+export const JudgeStamp = z.object({
+  model: z.string(),
+  prompt_version: z.string(),
+  decoding: z.record(z.string(), z.unknown()).default({}),
+})
+export type JudgeStamp = z.infer<typeof JudgeStamp>
+
 export const Grade = z.object({
   grader: z.string(),
   passed: z.boolean(),
@@ -274,6 +285,8 @@ export const Grade = z.object({
   detail: z.string().default(''),
   /** a broken Never-rule this grader found (e.g. a state_diff `must_not_change`): the outcome becomes `violation` */
   violation: z.string().optional(),
+  /** LLM-backed graders (`judge`): the model, prompt version and decoding settings of the call */
+  judge: JudgeStamp.optional(),
 })
 export type Grade = z.infer<typeof Grade>
 
@@ -297,6 +310,126 @@ export const InvariantResult = z.object({
   detail: z.string().default(''),
 })
 export type InvariantResult = z.infer<typeof InvariantResult>
+
+/**
+ * A run's judge (RunPlan.judge): tier-2 golden divergence and the LLM-judge metrics run on their
+ * own task queue, rate-limited by the judge workers. Absent: nothing is sent to a judge worker.
+ */
+export const JudgeSettings = z
+  .object({
+    /** any model the OpenAI-compatible endpoint serves (FORGE_JUDGE_BASE_URL, else OPENAI_BASE_URL) */
+    model: z.string().min(1),
+    task_queue: z.string().min(1).default('forge-judge'),
+    /** judge metrics to score (core/metrics); absent: all of them, []: none */
+    metrics: z.array(z.string().min(1)).optional(),
+    /** `deterministic`: judge metrics only for attempts whose gating deterministic metrics passed; `none`: every attempt */
+    gate: z.enum(['deterministic', 'none']).default('deterministic'),
+    /** tier 2: localize the earliest wrong decision of failed attempts of tasks with a golden trace */
+    golden_divergence: z.boolean().default(true),
+    temperature: z.number().min(0).max(2).default(0),
+    top_p: z.number().gt(0).max(1).optional(),
+    /** null sends no seed */
+    seed: z.number().int().nullable().default(0),
+    /** completion tokens per judge call */
+    max_tokens: z.number().int().positive().default(512),
+    /** how strict JSON is asked for: a JSON Schema, any JSON object, or only by the prompt */
+    response_format: z.enum(['json_schema', 'json_object', 'none']).default('json_schema'),
+    /** the trace shown to the judge is cut to about this many characters */
+    max_prompt_chars: z.number().int().min(500).default(16_000),
+    /** tier-2 localizations below this confidence flag the attempt for human review */
+    min_confidence: z.number().min(0).max(1).default(0.5),
+    timeout_ms: z.number().int().positive().default(120_000),
+  })
+  .strict()
+export type JudgeSettings = z.infer<typeof JudgeSettings>
+export type JudgeSettingsInput = z.input<typeof JudgeSettings>
+
+/** One metric of one attempt (core/metrics): stored as a row of `metrics` with the metric's version. */
+export const MetricValue = z.object({
+  metric: z.string(),
+  version: z.number().int().positive(),
+  kind: z.enum(['deterministic', 'judge']),
+  /** `not_applicable`: nothing to measure (e.g. no token budget); `skipped`: the judge was not asked (gate); `errored`: the judge gave no usable answer */
+  status: z.enum(['scored', 'not_applicable', 'skipped', 'errored']),
+  value: z.number().nullable(),
+  /** null for informational metrics and for anything not scored */
+  passed: z.boolean().nullable(),
+  detail: z.string().default(''),
+  /** judge metrics: how the judge was asked */
+  judge: JudgeStamp.nullable().default(null),
+})
+export type MetricValue = z.infer<typeof MetricValue>
+
+export const Tier2Status = z.enum(['not_applicable', 'pending', 'not_run', 'localized', 'not_localized', 'errored'])
+export type Tier2Status = z.infer<typeof Tier2Status>
+
+/**
+ * Tier 2 — golden divergence of one attempt: only after a tier-0 failure of a task with a golden
+ * trace. It localizes (the earliest wrong decision); it never changes the outcome.
+ */
+export const Tier2Result = z.object({
+  status: Tier2Status,
+  /** the step (1-based: tool calls in order, then the final answer) where the run went wrong */
+  divergence_step: z.number().int().positive().nullable().default(null),
+  decision: z.string().default(''),
+  explanation: z.string().default(''),
+  confidence: z.number().min(0).max(1).nullable().default(null),
+  low_confidence: z.boolean().default(false),
+  /** judge calls made (a malformed reply is retried once) */
+  calls: z.number().int().nonnegative().default(0),
+  error: z.string().default(''),
+  judge: JudgeStamp.nullable().default(null),
+})
+export type Tier2Result = z.infer<typeof Tier2Result>
+
+/** What a person needs to review an attempt without opening anything else (tier 3). */
+export const ReviewPacket = z.object({
+  attempt_uid: z.string(),
+  run_id: z.string(),
+  suite: z.string(),
+  task_id: z.string(),
+  attempt: z.number().int().nonnegative(),
+  reasons: z.array(z.string()),
+  instruction: z.string(),
+  input: z.record(z.string(), z.unknown()),
+  output: z.string(),
+  outcome: Outcome,
+  validity: Validity,
+  failure_bucket: FailureBucket.nullable(),
+  grades: z.array(Grade),
+  invariants: z.array(InvariantResult),
+  /** the run step by step: tool calls (name, arguments, result or error), then the answer */
+  steps: z.array(z.string()),
+  tier2: Tier2Result,
+  /** the golden trace the task names, if any */
+  golden: z.string().nullable(),
+  /** the agent's own account: shown to the reviewer as a claim, never graded */
+  self_report: z.string(),
+})
+export type ReviewPacket = z.infer<typeof ReviewPacket>
+
+/**
+ * Tier 2 and tier 3 of one attempt at one grading version. Revision 1 comes from the attempt
+ * worker; revision 2 from the judge worker replaces it (tier 2 done, review decided again).
+ */
+export const Judgement = z.object({
+  attempt_uid: z.string(),
+  run_id: z.string(),
+  config_id: z.string(),
+  suite: z.string(),
+  task_id: z.string(),
+  attempt: z.number().int().nonnegative(),
+  grading_version: z.number().int().positive().default(1),
+  revision: z.number().int().positive(),
+  tier0_failed: z.boolean(),
+  tier2: Tier2Result,
+  /** tier 3 is a flag, not a gate: it never changes outcome or validity */
+  needs_human_review: z.boolean(),
+  review_reasons: z.array(z.string()).default([]),
+  review_packet: ReviewPacket.nullable().default(null),
+  created_at: z.number(),
+})
+export type Judgement = z.infer<typeof Judgement>
 
 /** The verdict and measurements of one attempt: what is published to NATS and stored as one row. */
 export const AttemptResult = z.object({
@@ -332,6 +465,10 @@ export const AttemptResult = z.object({
   tool_calls: z.array(ToolCall),
   /** present when the task has environment fixtures (workspace, sqlite, http) */
   environment: EnvironmentReport.optional(),
+  /** the deterministic metrics (core/metrics), stored as rows of `metrics`; set by the attempt activity */
+  metrics: z.array(MetricValue).optional(),
+  /** tier 2 / tier 3 as the attempt worker decided them, stored in `judgements`; set by the attempt activity */
+  judgement: Judgement.optional(),
 })
 export type AttemptResult = z.infer<typeof AttemptResult>
 
@@ -418,6 +555,8 @@ export const RunPlan = z.object({
   judge_prompt_version: z.string().default(''),
   /** absent: every task runs all its attempts (the shard path) */
   sequential: SequentialRule.optional(),
+  /** absent: no judge activity is scheduled (the workflow history stays as before judging existed) */
+  judge: JudgeSettings.optional(),
 })
 export type RunPlan = z.infer<typeof RunPlan>
 
@@ -425,3 +564,85 @@ export type RunPlan = z.infer<typeof RunPlan>
 export function attemptUid(runId: string, configId: string, taskId: string, attempt: number): string {
   return `${runId}/${configId}/${taskId}/${attempt}`
 }
+
+/**
+ * The full trace of an attempt with what it was graded on, stored beside the attempt row (table
+ * `traces`) and readable by the judge worker by attempt_uid: tier 2, the judge metrics, review
+ * packets and `forge regrade` work from it without running any agent again.
+ */
+export const StoredTrace = z.object({
+  attempt_uid: z.string(),
+  run_id: z.string(),
+  config_id: z.string(),
+  suite: z.string(),
+  task_id: z.string(),
+  attempt: z.number().int().nonnegative(),
+  outcome: Outcome,
+  validity: Validity,
+  failure_bucket: FailureBucket.nullable(),
+  grades: z.array(Grade),
+  invariants: z.array(InvariantResult),
+  trace: AgentTrace,
+  /** the environment view the graders read (core/env-diff EnvironmentView); null without environment fixtures */
+  env: z.unknown().nullable().default(null),
+  /** what was cut to keep the stored trace under the message limit (e.g. `tool_results`, `env`) */
+  truncated: z.array(z.string()).default([]),
+  stored_at: z.number(),
+})
+export type StoredTrace = z.infer<typeof StoredTrace>
+
+/** What the judge worker publishes for one attempt: its judge metrics and the revised judgement. */
+export const JudgeOutcome = z.object({
+  attempt_uid: z.string(),
+  run_id: z.string(),
+  config_id: z.string(),
+  suite: z.string(),
+  task_id: z.string(),
+  attempt: z.number().int().nonnegative(),
+  grading_version: z.number().int().positive().default(1),
+  metrics: z.array(MetricValue),
+  judgement: Judgement.nullable(),
+})
+export type JudgeOutcome = z.infer<typeof JudgeOutcome>
+
+/**
+ * One stored attempt graded again by `forge regrade` with the current graders, as a new grading
+ * version: a new row of `attempt_grades`; the original attempt row is never rewritten.
+ */
+export const AttemptRegrade = z.object({
+  attempt_uid: z.string(),
+  run_id: z.string(),
+  config_id: z.string(),
+  suite: z.string(),
+  task_id: z.string(),
+  attempt: z.number().int().nonnegative(),
+  grading_version: z.number().int().min(2),
+  outcome: Outcome,
+  validity: Validity,
+  failure_bucket: FailureBucket.nullable(),
+  grades: z.array(Grade),
+  invariants: z.array(InvariantResult),
+  error: z.string(),
+  metrics: z.array(MetricValue).default([]),
+  judgement: Judgement.nullable().default(null),
+  regraded_at: z.number(),
+})
+export type AttemptRegrade = z.infer<typeof AttemptRegrade>
+
+/**
+ * A person's resolution of a flagged attempt (`forge review resolve`). Appended, never replacing
+ * anything: the original grade stays as it was; the newest resolution of an attempt is its current one.
+ */
+export const ReviewResolution = z.object({
+  resolution_id: z.string().min(1),
+  attempt_uid: z.string().min(1),
+  run_id: z.string(),
+  task_id: z.string(),
+  grading_version: z.number().int().positive().default(1),
+  verdict: z.enum(['pass', 'fail', 'partial', 'violation', 'invalid', 'inconclusive']),
+  failure_bucket: FailureBucket.nullable().default(null),
+  note: z.string().default(''),
+  reviewer: z.string().default(''),
+  resolved_at: z.number(),
+})
+export type ReviewResolution = z.infer<typeof ReviewResolution>

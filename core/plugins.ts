@@ -15,6 +15,9 @@ import type {
   ToolSpec,
 } from './contracts.js'
 import type { EnvQuery, EnvironmentView } from './env-diff.js'
+import type { JudgeGraderVerdict } from './graders/judge.js'
+import type { JudgeGraderReply } from './judge/grader-prompt.js'
+import type { JudgeRequest } from './judge/protocol.js'
 
 /** A tool a suite ships. `run` is called only by the harness's tool proxy, never by an agent directly. */
 export interface ToolDefinition extends ToolSpec {
@@ -164,6 +167,8 @@ export interface GradeContext {
   fixtures: Record<string, string>
   /** the environment fixtures' start and end state and their diff (tasks with workspace, sqlite or http fixtures) */
   env?: EnvironmentView
+  /** LLM-backed graders' verdicts, by the grader's `judge.key(config)`; filled in by the worker (see GraderDefinition.judge) */
+  judgements?: Readonly<Record<string, JudgeGraderVerdict>>
 }
 
 /** A tier-0 outcome grader, registered by name; `config` is validated by `configSchema` at load time. */
@@ -179,6 +184,17 @@ export interface GraderDefinition<C = unknown> {
   envQueries?(config: C): EnvQuery[]
   /** The environment fixtures this grader reads, so suite validation can check the task has them. */
   fixtureRefs?(config: C): { name: string; kind?: 'workspace' | 'sqlite' | 'http' }[]
+  /**
+   * LLM-backed graders (`judge`): the question for a judge model about one attempt, built purely.
+   * The worker asks it only once every deterministic grader of the task passed, and hands the
+   * answer back in GradeContext.judgements under `key(config)`; `grade` stays pure.
+   */
+  judge?: {
+    key(config: C): string
+    /** the model the config names, if it names one */
+    model(config: C): string | undefined
+    request(config: C, trace: AgentTrace, ctx: GradeContext, opts: { maxChars: number }): JudgeRequest<JudgeGraderReply>
+  }
 }
 
 export type { Grade, InvariantResult }

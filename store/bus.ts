@@ -6,7 +6,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { nanos } from '@nats-io/nats-core'
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream'
-import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts.js'
+import type { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts.js'
 import { BusError } from './errors.js'
 
 export const RESULTS_STREAM = 'FORGE_RESULTS'
@@ -15,6 +15,12 @@ export const subjects = {
   attempt: 'forge.results.attempt',
   run: 'forge.results.run',
   baseline: 'forge.results.baseline',
+  /** one subject per attempt, so the judge worker can read an attempt's trace by its uid (last message of the subject) */
+  trace: (attemptUid: string) => `forge.results.trace.${traceKey(attemptUid)}`,
+  tracePrefix: 'forge.results.trace.',
+  judge: 'forge.results.judge',
+  regrade: 'forge.results.regrade',
+  review: 'forge.results.review',
   progress: (runId: string) => `forge.progress.${runId}`,
   storeQuery: 'forge.store.query',
   ingesterPing: 'forge.ingester.ping',
@@ -115,3 +121,69 @@ export interface StoreQueryRequest {
   params?: Record<string, unknown>
 }
 export type StoreQueryReply = { ok: true; rows: unknown[] } | { ok: false; error: string }
+
+/** An attempt_uid as one subject token: base64url (no `.`, `*` or `>`), stable and reversible. */
+export function traceKey(attemptUid: string): string {
+  return Buffer.from(attemptUid, 'utf8').toString('base64url')
+}
+
+/**
+ * Publishes an attempt's full trace (with what it was graded on) on its own subject of the results
+ * stream: the ingester stores it (table `traces`) and the judge worker reads it back by attempt_uid.
+ */
+export async function publishStoredTrace(js: JetStreamClient, stored: StoredTrace): Promise<void> {
+  try {
+    await js.publish(subjects.trace(stored.attempt_uid), encodeJson(stored), { msgID: `trace/${stored.attempt_uid}`, timeout: 10_000 })
+  } catch (error) {
+    throw new BusError(`publishing the trace of attempt ${stored.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+const managers = new WeakMap<NatsConnection, ReturnType<typeof jetstreamManager>>()
+
+/**
+ * The stored trace of an attempt, read from the results stream (the last message of its trace
+ * subject); undefined when the stream does not hold it (never published, or aged out: read the
+ * `traces` table then).
+ */
+export async function readStoredTrace(nc: NatsConnection, attemptUid: string): Promise<unknown> {
+  let jsm = managers.get(nc)
+  if (jsm === undefined) {
+    jsm = jetstreamManager(nc)
+    managers.set(nc, jsm)
+    jsm.catch(() => managers.delete(nc))
+  }
+  try {
+    const msg = await (await jsm).streams.getMessage(RESULTS_STREAM, { last_by_subj: subjects.trace(attemptUid) })
+    return msg === null ? undefined : msg.json()
+  } catch (error) {
+    throw new BusError(`reading the trace of attempt ${attemptUid} failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** Publishes what the judge worker found for one attempt (judge metrics, the revised judgement). */
+export async function publishJudgeOutcome(js: JetStreamClient, outcome: JudgeOutcome): Promise<void> {
+  try {
+    await js.publish(subjects.judge, encodeJson(outcome), { msgID: `judge/${outcome.attempt_uid}/${outcome.grading_version}`, timeout: 10_000 })
+  } catch (error) {
+    throw new BusError(`publishing the judge outcome of attempt ${outcome.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** Publishes one re-graded attempt (a new grading version) for the ingester to store. */
+export async function publishRegrade(js: JetStreamClient, regrade: AttemptRegrade): Promise<void> {
+  try {
+    await js.publish(subjects.regrade, encodeJson(regrade), { msgID: `regrade/${regrade.attempt_uid}/${regrade.grading_version}`, timeout: 10_000 })
+  } catch (error) {
+    throw new BusError(`publishing the regrade of attempt ${regrade.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** Publishes a review resolution (appended; never replaces the original grade). */
+export async function publishReviewResolution(js: JetStreamClient, resolution: ReviewResolution): Promise<void> {
+  try {
+    await js.publish(subjects.review, encodeJson(resolution), { msgID: `review/${resolution.resolution_id}`, timeout: 10_000 })
+  } catch (error) {
+    throw new BusError(`publishing review resolution ${resolution.resolution_id} failed: ${(error as Error).message}`, { cause: error })
+  }
+}

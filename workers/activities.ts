@@ -7,15 +7,17 @@ import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { publishAttemptResult, publishProgress, publishRunRecord } from '../store/bus.js'
+import { publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
+import { selectJudgeMetrics } from '../core/metrics/index.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
 import { getAdapter } from './adapters/index.js'
-import { executeAttempt } from './attempt-runner.js'
+import { runAttempt as executeAttemptFully } from './attempt-runner.js'
 import { SuiteLoadError, UnknownAdapterError } from './errors.js'
 import { PriceTableError } from './llm/errors.js'
 import { priceTableFor } from './llm/price-table.js'
 import type { Logger } from './logger.js'
 import { loadSuiteCached } from './suite-loader.js'
+import { storedTraceOf } from './trace-store.js'
 
 export interface ActivityDeps {
   nc: NatsConnection
@@ -48,7 +50,14 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         const priceTable = await priceTableFor(input.adapter_config).catch((error: unknown) => {
           throw error instanceof PriceTableError ? ApplicationFailure.nonRetryable(error.message, 'PriceTableError') : error
         })
-        const result = await executeAttempt({
+        if (input.judge !== undefined) {
+          try {
+            selectJudgeMetrics(input.judge.metrics)
+          } catch (error) {
+            throw ApplicationFailure.nonRetryable((error as Error).message, 'ConfigError')
+          }
+        }
+        const execution = await executeAttemptFully({
           suite,
           task,
           adapter,
@@ -60,8 +69,12 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           workerId: deps.workerId,
           now,
           priceTable,
+          ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
         })
-        await publishAttemptResult(deps.js, result)
+        const { grading } = execution
+        const result = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
+        // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
+        await Promise.all([publishStoredTrace(deps.js, storedTraceOf(execution.result, execution.trace, grading.env, now())), publishAttemptResult(deps.js, result)])
         publishProgress(deps.nc, input.run_id, {
           attempt_uid: result.attempt_uid,
           task_id: result.task_id,
@@ -69,7 +82,12 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           outcome: result.outcome,
           failure_bucket: result.failure_bucket,
         })
-        return { attempt_uid: result.attempt_uid, outcome: result.outcome, failure_bucket: result.failure_bucket }
+        return {
+          attempt_uid: result.attempt_uid,
+          outcome: result.outcome,
+          failure_bucket: result.failure_bucket,
+          ...(input.judge !== undefined && grading.judge !== undefined ? { judge: grading.judge } : {}),
+        }
       } finally {
         stopHeartbeat()
       }

@@ -1,5 +1,5 @@
 /** The activity surface as types only: workflows import this file and nothing else of workers/. */
-import type { RunPlan } from '../core/contracts.js'
+import type { JudgeSettings, RunPlan } from '../core/contracts.js'
 
 export interface AttemptInput {
   run_id: string
@@ -11,6 +11,8 @@ export interface AttemptInput {
   seed: string
   task_id: string
   attempt: number
+  /** the run's judge (RunPlan.judge); set only when the run has one */
+  judge?: JudgeSettings
 }
 
 /** What an attempt activity returns to its workflow: small on purpose (the result travels via NATS). */
@@ -18,6 +20,8 @@ export interface AttemptSummary {
   attempt_uid: string
   outcome: string
   failure_bucket: string | null
+  /** the judge worker's part for this attempt (only for runs with a judge); absent: nothing to judge */
+  judge?: { golden_divergence: boolean; metrics: boolean }
 }
 
 export interface RunStatusInput {
@@ -32,4 +36,34 @@ export interface RunActivities {
   runAttempt(input: AttemptInput): Promise<AttemptSummary>
   /** publishes the run's record; returns the run's start time (epoch ms) */
   recordRunStatus(input: RunStatusInput): Promise<number>
+}
+
+/** The judge activity's input: ids only; the trace is read from the results stream by attempt_uid. */
+export interface JudgeInput {
+  attempt_uid: string
+  run_id: string
+  config_id: string
+  suite: string
+  suite_path: string
+  task_id: string
+  attempt: number
+  judge: JudgeSettings
+  /** run tier 2 (golden divergence) */
+  golden_divergence: boolean
+  /** score the judge metrics */
+  metrics: boolean
+}
+
+/** What the judge activity returns to its workflow (small: the results travel through NATS). */
+export interface JudgeSummary {
+  attempt_uid: string
+  tier2: string
+  needs_human_review: boolean
+  /** judge-metric rows published */
+  metrics: number
+}
+
+/** Activities of the judge task queue (rate-limited apart from agents). */
+export interface JudgeActivities {
+  judgeAttempt(input: JudgeInput): Promise<JudgeSummary>
 }

@@ -13,6 +13,9 @@ import {
   type BudgetLimit,
   type Grade,
   type InvariantResult,
+  type Judgement,
+  type JudgeSettings,
+  type MetricValue,
   type Span,
   type Task,
   type ToolCall,
@@ -20,10 +23,15 @@ import {
 } from '../core/contracts.js'
 import type { EnvironmentView } from '../core/env-diff.js'
 import { envQueriesOf, gradeAll, outputText } from '../core/graders/index.js'
-import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
+import { planJudging } from '../core/judging.js'
+import { runDeterministicMetrics } from '../core/metrics/index.js'
+import type { AdapterContext, AdapterOutput, AgentAdapter, GradeContext, LoadedSuite } from '../core/plugins.js'
 import { costOf, type PriceTable } from '../core/pricing.js'
 import { seedFromString } from '../core/random.js'
+import { decideJudgement } from '../core/review.js'
 import { decideVerdict } from '../core/verdict.js'
+import { judgeGraderVerdicts } from './judge/tier0.js'
+import type { RateLimiter } from './judge/rate-limit.js'
 import { resolveUpstream, startLlmGateway, type LlmGateway } from './llm/gateway.js'
 import { startEnvironment } from './env/lifecycle.js'
 import { environmentFixtures, type EnvironmentPool } from './env/pool.js'
@@ -48,12 +56,31 @@ export interface ExecuteAttemptOptions {
   env?: NodeJS.ProcessEnv
   /** where environment fixtures (workspace, sqlite, http) get their instances; default the worker's shared pool */
   envPool?: EnvironmentPool
+  /**
+   * The run's judge (RunPlan.judge): decides what is sent to the judge worker, and gives the tier-0
+   * `judge` grader its default model and decoding. Its endpoint comes from `env`
+   * (FORGE_JUDGE_BASE_URL / FORGE_JUDGE_API_KEY, else OPENAI_BASE_URL / OPENAI_API_KEY).
+   */
+  judge?: { settings?: JudgeSettings | undefined; limiter?: RateLimiter | undefined }
+}
+
+/** Grading beyond tier 0/1: the deterministic metrics, tier 2/3 as known now, and what the judge worker is to do. */
+export interface AttemptGrading {
+  /** the 17 deterministic metrics, plus judge metrics the gate skipped */
+  metrics: MetricValue[]
+  /** tier 2 / tier 3, revision 1 */
+  judgement: Judgement
+  /** the judge worker's part; undefined: no judge activity for this attempt */
+  judge?: { golden_divergence: boolean; metrics: boolean }
+  /** the environment view the graders read (for the stored trace) */
+  env?: EnvironmentView
 }
 
 export interface AttemptExecution {
   result: AttemptResult
   /** the full trace (untruncated, with spans), for span publishing and debugging */
   trace: AgentTrace
+  grading: AttemptGrading
 }
 
 /** Size limits that keep one published message small. */
@@ -233,9 +260,22 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   const gradingStarted = now()
   let grades: Grade[] = []
   let invariants: InvariantResult[] = []
+  // the agent's self-report is kept beside the trace and shown to reviewers, never graded
+  const { self_report: _selfReport, ...gradedTrace } = trace
   if (harnessError === undefined) {
+    const gradeCtx: GradeContext = { task, fixtures: suite.fixtures.get(task.id) ?? {}, ...(envView !== undefined ? { env: envView } : {}) }
     try {
-      grades = gradeAll(task.outcome_graders, trace, { task, fixtures: suite.fixtures.get(task.id) ?? {}, ...(envView !== undefined ? { env: envView } : {}) })
+      grades = gradeAll(task.outcome_graders, gradedTrace, gradeCtx)
+      // LLM-backed graders last, and only when every deterministic grader passed
+      const judged = await judgeGraderVerdicts(task.outcome_graders, grades, gradedTrace, gradeCtx, {
+        settings: opts.judge?.settings,
+        env: opts.env ?? process.env,
+        limiter: opts.judge?.limiter,
+      })
+      if (judged !== undefined) {
+        grades = gradeAll(task.outcome_graders, gradedTrace, { ...gradeCtx, judgements: judged.judgements })
+        if (judged.error !== undefined) harnessError = `the judge could not grade: ${judged.error}`
+      }
     } catch (error) {
       harnessError = `grading failed: ${errorMessage(error)}`
     }
@@ -246,7 +286,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
         return { name, passed: false, detail: 'not defined' }
       }
       try {
-        const checked = invariant(trace)
+        const checked = invariant(gradedTrace)
         return { name, passed: checked.passed === true, detail: typeof checked.detail === 'string' ? checked.detail : '' }
       } catch (error) {
         harnessError ??= `invariant "${name}" threw: ${errorMessage(error)}`
@@ -321,7 +361,34 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     tool_calls: trace.tool_calls.map(compactToolCall),
     ...(envReport !== undefined ? { environment: envReport } : {}),
   })
-  return { result, trace }
+  // deterministic metrics first; the judge worker gets only what they (and tier 0) allow
+  const deterministic = runDeterministicMetrics({ trace: gradedTrace, task, grades, invariants })
+  const judging = planJudging({
+    settings: opts.judge?.settings,
+    grades,
+    deterministic,
+    hasGolden: task.golden !== undefined && suite.goldens.has(task.id),
+    invalid: verdict.validity === 'invalid',
+  })
+  const judgement = decideJudgement({
+    ids: { attempt_uid: uid, run_id: opts.runId, config_id: opts.configId, suite: suite.name, task_id: task.id, attempt: opts.attempt },
+    grading_version: 1,
+    revision: 1,
+    task,
+    trace,
+    verdict,
+    grades,
+    invariants,
+    tier2: judging.tier2,
+    created_at: finishedAt,
+  })
+  const grading: AttemptGrading = {
+    metrics: [...deterministic, ...judging.skipped],
+    judgement,
+    ...(judging.request !== undefined ? { judge: judging.request } : {}),
+    ...(envView !== undefined ? { env: envView } : {}),
+  }
+  return { result, trace, grading }
 }
 
 /**

@@ -6,10 +6,11 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { jetstream, type JsMsg } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts.js'
+import { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts.js'
 import { queryRows } from '../store/clickhouse.js'
 import { encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
 import { insertAttempts, insertBaselines, insertRuns } from '../store/repositories.js'
+import { insertAttemptGrading, insertJudgeOutcomes, insertRegrades, insertResolutions, insertStoredTraces } from '../store/grading-repositories.js'
 import type { Logger } from './logger.js'
 
 export interface IngesterOptions {
@@ -76,6 +77,10 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
     const attempts = new Map<string, AttemptResult>()
     const runs: RunRecord[] = []
     const baselines: BaselineRecord[] = []
+    const traces = new Map<string, StoredTrace>()
+    const judged: JudgeOutcome[] = []
+    const regrades: AttemptRegrade[] = []
+    const resolutions: ReviewResolution[] = []
     const good: JsMsg[] = []
     for (const msg of batch) {
       const parsed = parseMessage(msg)
@@ -87,6 +92,10 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
       }
       if (parsed.kind === 'attempt') attempts.set(parsed.value.attempt_uid, parsed.value)
       else if (parsed.kind === 'baseline') baselines.push(parsed.value)
+      else if (parsed.kind === 'trace') traces.set(parsed.value.attempt_uid, parsed.value)
+      else if (parsed.kind === 'judge') judged.push(parsed.value)
+      else if (parsed.kind === 'regrade') regrades.push(parsed.value)
+      else if (parsed.kind === 'review') resolutions.push(parsed.value)
       else runs.push(parsed.value)
       good.push(msg)
     }
@@ -95,6 +104,11 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
       await insertAttempts(store, [...attempts.values()], now)
       await insertRuns(store, runs)
       await insertBaselines(store, baselines)
+      await insertAttemptGrading(store, [...attempts.values()], now)
+      await insertStoredTraces(store, [...traces.values()], now)
+      await insertJudgeOutcomes(store, judged, now)
+      await insertRegrades(store, regrades, now)
+      await insertResolutions(store, resolutions)
     } catch (error) {
       logger.error({ err: error, messages: good.length }, 'insert failed; messages will be redelivered')
       for (const msg of good) msg.nak(1000)
@@ -131,6 +145,10 @@ type Parsed =
   | { ok: true; kind: 'attempt'; value: AttemptResult }
   | { ok: true; kind: 'run'; value: RunRecord }
   | { ok: true; kind: 'baseline'; value: BaselineRecord }
+  | { ok: true; kind: 'trace'; value: StoredTrace }
+  | { ok: true; kind: 'judge'; value: JudgeOutcome }
+  | { ok: true; kind: 'regrade'; value: AttemptRegrade }
+  | { ok: true; kind: 'review'; value: ReviewResolution }
   | { ok: false; error: string }
 
 function parseMessage(msg: JsMsg): Parsed {
@@ -147,6 +165,22 @@ function parseMessage(msg: JsMsg): Parsed {
   if (msg.subject === subjects.baseline) {
     const r = BaselineRecord.safeParse(data)
     return r.success ? { ok: true, kind: 'baseline', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
+  }
+  if (msg.subject.startsWith(subjects.tracePrefix)) {
+    const r = StoredTrace.safeParse(data)
+    return r.success ? { ok: true, kind: 'trace', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
+  }
+  if (msg.subject === subjects.judge) {
+    const r = JudgeOutcome.safeParse(data)
+    return r.success ? { ok: true, kind: 'judge', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
+  }
+  if (msg.subject === subjects.regrade) {
+    const r = AttemptRegrade.safeParse(data)
+    return r.success ? { ok: true, kind: 'regrade', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
+  }
+  if (msg.subject === subjects.review) {
+    const r = ReviewResolution.safeParse(data)
+    return r.success ? { ok: true, kind: 'review', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
   }
   if (msg.subject === subjects.run) {
     const r = RunRecord.safeParse(data)

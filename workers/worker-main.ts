@@ -5,6 +5,7 @@ import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { connectBus, jetstream } from '../store/bus.js'
 import { createActivities } from './activities.js'
+import { createJudgeActivities } from './judge/activities.js'
 import { createLogger } from './logger.js'
 
 export interface WorkerOptions {
@@ -19,6 +20,16 @@ export interface WorkerOptions {
   exitWithParent?: boolean
   /** resolves when the worker should stop; defaults to SIGTERM/SIGINT */
   shutdown?: Promise<void>
+  /**
+   * The judge worker in the same process: judge activities (tier 2, judge metrics) from their own task
+   * queue, rate-limited apart from agents. `false`: this process serves attempts only.
+   */
+  judge?: false | { taskQueue?: string; activitiesPerSecond?: number; concurrency?: number }
+}
+
+/** The judge task queue's name: FORGE_JUDGE_TASK_QUEUE, else `forge-judge`. */
+export function judgeTaskQueue(env: NodeJS.ProcessEnv = process.env): string {
+  return env['FORGE_JUDGE_TASK_QUEUE'] || 'forge-judge'
 }
 
 export async function runWorker(opts: WorkerOptions): Promise<void> {
@@ -40,8 +51,28 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     maxConcurrentWorkflowTaskExecutions: 40,
     shutdownGraceTime: '5s',
   })
+  const judgeOptions = opts.judge === false ? undefined : (opts.judge ?? {})
+  const judgeWorker =
+    judgeOptions === undefined
+      ? undefined
+      : await Worker.create({
+          connection,
+          namespace: opts.namespace,
+          taskQueue: judgeOptions.taskQueue ?? judgeTaskQueue(),
+          identity: `${workerId}-judge`,
+          activities: createJudgeActivities({ nc, js: jetstream(nc), logger: logger.child({ role: 'judge' }) }),
+          maxConcurrentActivityTaskExecutions: judgeOptions.concurrency ?? 4,
+          // the server spreads this over every worker of the judge queue: a fleet-wide rate
+          ...(judgeOptions.activitiesPerSecond !== undefined && judgeOptions.activitiesPerSecond > 0
+            ? { maxTaskQueueActivitiesPerSecond: judgeOptions.activitiesPerSecond }
+            : {}),
+          shutdownGraceTime: '5s',
+        })
 
-  const stop = () => worker.shutdown()
+  const stop = () => {
+    worker.shutdown()
+    judgeWorker?.shutdown()
+  }
   const onSignal = () => {
     logger.info('shutting down')
     stop()
@@ -62,7 +93,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   logger.info({ task_queue: opts.taskQueue, temporal: opts.temporalAddress, nats: opts.natsUrl }, 'worker ready')
   if (process.send) process.send({ ready: true, workerId })
   try {
-    await worker.run()
+    await Promise.all([worker.run(), judgeWorker?.run()])
   } finally {
     if (parentWatch) clearInterval(parentWatch)
     process.off('SIGTERM', onSignal)

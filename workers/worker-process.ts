@@ -19,6 +19,14 @@ runWorker({
   ...(env['FORGE_WORKER_ID'] ? { workerId: env['FORGE_WORKER_ID'] } : {}),
   concurrency: Number(env['FORGE_WORKER_CONCURRENCY'] ?? 100),
   exitWithParent: env['FORGE_EXIT_WITH_PARENT'] === '1',
+  // judge activities: their own queue, FORGE_JUDGE_RATE activities per second across it
+  judge:
+    env['FORGE_JUDGE_WORKER'] === '0'
+      ? false
+      : {
+          ...(env['FORGE_JUDGE_RATE'] ? { activitiesPerSecond: Number(env['FORGE_JUDGE_RATE']) } : {}),
+          ...(env['FORGE_JUDGE_CONCURRENCY'] ? { concurrency: Number(env['FORGE_JUDGE_CONCURRENCY']) } : {}),
+        },
 }).catch((error: unknown) => {
   console.error(error)
   process.exit(1)

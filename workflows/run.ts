@@ -15,8 +15,9 @@ import {
   workflowInfo,
 } from '@temporalio/workflow'
 import type { RunPlan } from '../core/contracts.js'
-import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
+import type { AttemptInput, AttemptSummary, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, bookkeepingActivityOptions, NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
+import { judgeScheduler } from './judging.js'
 import { SequentialRun } from './sequential.js'
 
 export interface ShardInput {
@@ -31,6 +32,9 @@ export interface RunTally {
   outcomes: Record<string, number>
   /** attempts the infrastructure could not execute after every retry */
   not_executed: number
+  /** runs with a judge: judge activities that completed, and those that failed after every retry */
+  judged?: number
+  judge_not_executed?: number
 }
 
 export interface RunWorkflowInput {
@@ -103,6 +107,7 @@ export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
   const { plan } = input
   const { runAttempt } = proxyActivities<RunActivities>(attemptActivityOptions(plan))
   const tally: RunTally = { outcomes: {}, not_executed: 0 }
+  const judging = judgeScheduler(plan, tally)
   let next = input.start
   const lane = async (): Promise<void> => {
     while (next < input.end) {
@@ -110,18 +115,21 @@ export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
       const taskId = plan.task_ids[Math.floor(index / plan.attempts)]!
       const attempt = index % plan.attempts
       let summary: AttemptSummary
+      const attemptInput: AttemptInput = {
+        run_id: plan.run_id,
+        config_id: plan.config_id,
+        suite: plan.suite,
+        suite_path: plan.suite_path,
+        adapter: plan.adapter,
+        adapter_config: plan.adapter_config,
+        seed: plan.seed,
+        task_id: taskId,
+        attempt,
+        // only runs with a judge carry it: the input of runs without one stays as it was
+        ...(plan.judge !== undefined ? { judge: plan.judge } : {}),
+      }
       try {
-        summary = await runAttempt({
-          run_id: plan.run_id,
-          config_id: plan.config_id,
-          suite: plan.suite,
-          suite_path: plan.suite_path,
-          adapter: plan.adapter,
-          adapter_config: plan.adapter_config,
-          seed: plan.seed,
-          task_id: taskId,
-          attempt,
-        })
+        summary = await runAttempt(attemptInput)
       } catch (error) {
         if (isCancellation(error)) throw error
         // configuration errors fail the run at once; exhausted infrastructure retries are counted
@@ -130,9 +138,11 @@ export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
         continue
       }
       tally.outcomes[summary.outcome] = (tally.outcomes[summary.outcome] ?? 0) + 1
+      judging.after(attemptInput, summary)
     }
   }
   await Promise.all(Array.from({ length: Math.min(plan.max_in_flight, input.end - input.start) }, lane))
+  await judging.drain()
   return tally
 }
 
@@ -146,4 +156,6 @@ function isNonRetryable(error: Error): boolean {
 function mergeTally(into: RunTally, from: RunTally): void {
   for (const [outcome, n] of Object.entries(from.outcomes)) into.outcomes[outcome] = (into.outcomes[outcome] ?? 0) + n
   into.not_executed += from.not_executed
+  if (from.judged !== undefined) into.judged = (into.judged ?? 0) + from.judged
+  if (from.judge_not_executed !== undefined) into.judge_not_executed = (into.judge_not_executed ?? 0) + from.judge_not_executed
 }

@@ -18,8 +18,9 @@ import {
 import { RetryState } from '@temporalio/common'
 import type { RunPlan } from '../core/contracts.js'
 import { wilsonWidth } from '../core/stats.js'
-import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
+import type { AttemptInput, AttemptSummary, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, bookkeepingActivityOptions, NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
+import { judgeScheduler } from './judging.js'
 import type { RunTally, RunWorkflow, RunWorkflowInput, RunWorkflowResult } from './run.js'
 
 /** RunWorkflow's input on the sequential path: what it carries across continue-as-new. */
@@ -114,13 +115,18 @@ export async function SequentialTaskWorkflow(input: SequentialTaskInput): Promis
   if (!rule) throw ApplicationFailure.nonRetryable('SequentialTaskWorkflow needs a plan with a sequential rule', 'ConfigError')
   const { runAttempt } = proxyActivities<RunActivities>(attemptActivityOptions(plan))
   const tally: RunTally = input.tally ?? { outcomes: {}, not_executed: 0 }
+  const judging = judgeScheduler(plan, tally)
   let next = input.next_attempt ?? 0
   let k = input.k ?? 0
   let n = input.n ?? 0
   let scheduled = 0
   while (next < plan.attempts) {
-    if (n >= rule.min_attempts && wilsonWidth(k, n) <= rule.width) return { task_id: taskId, k, n, tally, stopped_early: true }
+    if (n >= rule.min_attempts && wilsonWidth(k, n) <= rule.width) {
+      await judging.drain()
+      return { task_id: taskId, k, n, tally, stopped_early: true }
+    }
     if (scheduled >= ATTEMPTS_PER_EXECUTION) {
+      await judging.drain()
       return await continueAsNew<typeof SequentialTaskWorkflow>({ plan, task_id: taskId, next_attempt: next, k, n, tally })
     }
     const end = Math.min(plan.attempts, next + rule.round_size)
@@ -129,18 +135,20 @@ export async function SequentialTaskWorkflow(input: SequentialTaskInput): Promis
       while (attempt < end) {
         const current = attempt++
         let summary: AttemptSummary
+        const attemptInput: AttemptInput = {
+          run_id: plan.run_id,
+          config_id: plan.config_id,
+          suite: plan.suite,
+          suite_path: plan.suite_path,
+          adapter: plan.adapter,
+          adapter_config: plan.adapter_config,
+          seed: plan.seed,
+          task_id: taskId,
+          attempt: current,
+          ...(plan.judge !== undefined ? { judge: plan.judge } : {}),
+        }
         try {
-          summary = await runAttempt({
-            run_id: plan.run_id,
-            config_id: plan.config_id,
-            suite: plan.suite,
-            suite_path: plan.suite_path,
-            adapter: plan.adapter,
-            adapter_config: plan.adapter_config,
-            seed: plan.seed,
-            task_id: taskId,
-            attempt: current,
-          })
+          summary = await runAttempt(attemptInput)
         } catch (error) {
           if (isCancellation(error)) throw error
           // configuration errors fail the run at once; exhausted infrastructure retries are counted
@@ -151,12 +159,14 @@ export async function SequentialTaskWorkflow(input: SequentialTaskInput): Promis
         n++
         if (summary.outcome === 'pass') k++
         tally.outcomes[summary.outcome] = (tally.outcomes[summary.outcome] ?? 0) + 1
+        judging.after(attemptInput, summary)
       }
     }
     await Promise.all(Array.from({ length: Math.min(plan.max_in_flight, end - next) }, lane))
     scheduled += end - next
     next = end
   }
+  await judging.drain()
   return { task_id: taskId, k, n, tally, stopped_early: false }
 }
 
@@ -170,6 +180,8 @@ function isNonRetryable(error: Error): boolean {
 function mergeTally(into: RunTally, from: RunTally): void {
   for (const [outcome, n] of Object.entries(from.outcomes)) into.outcomes[outcome] = (into.outcomes[outcome] ?? 0) + n
   into.not_executed += from.not_executed
+  if (from.judged !== undefined) into.judged = (into.judged ?? 0) + from.judged
+  if (from.judge_not_executed !== undefined) into.judge_not_executed = (into.judge_not_executed ?? 0) + from.judge_not_executed
 }
 
 /** task order, not completion order: the stored record must not depend on timing */

@@ -4,12 +4,16 @@
  */
 import { z } from 'zod'
 import type { AgentTrace, Grade, GraderSpec } from '../contracts.js'
+import type { JudgeGraderReply } from '../judge/grader-prompt.js'
+import type { JudgeRequest } from '../judge/protocol.js'
 import { envQueryKey, type EnvQuery } from '../env-diff.js'
 import type { GradeContext, GraderDefinition } from '../plugins.js'
 import { containsGrader } from './contains.js'
 import { GraderConfigError } from './errors.js'
 import { exactGrader } from './exact.js'
 import { fileGrader } from './file.js'
+import { jsonSchemaGrader } from './json-schema.js'
+import { judgeGrader } from './judge.js'
 import { numericGrader } from './numeric.js'
 import { regexGrader } from './regex.js'
 import { sqlGrader } from './sql.js'
@@ -19,8 +23,20 @@ import { toolSequenceGrader } from './tool-sequence.js'
 export { GraderConfigError } from './errors.js'
 export { extractNumber, outputText, selectOutput } from './output.js'
 export { successfulToolNames } from './tool-sequence.js'
+export { judgeGraderKey, type JudgeGraderVerdict } from './judge.js'
 
-const all: GraderDefinition<any>[] = [exactGrader, containsGrader, regexGrader, numericGrader, toolSequenceGrader, fileGrader, sqlGrader, stateDiffGrader]
+const all: GraderDefinition<any>[] = [
+  exactGrader,
+  containsGrader,
+  regexGrader,
+  numericGrader,
+  toolSequenceGrader,
+  fileGrader,
+  sqlGrader,
+  stateDiffGrader,
+  jsonSchemaGrader,
+  judgeGrader,
+]
 
 /** Every registered grader by its `type` name. */
 export const graders: ReadonlyMap<string, GraderDefinition<any>> = new Map(all.map((grader) => [grader.name, grader]))
@@ -125,6 +141,7 @@ export function gradeAll(specs: GraderSpec[], trace: AgentTrace, ctx: GradeConte
     const name = typeof spec['name'] === 'string' && spec['name'] !== '' ? spec['name'] : spec.type
     const grade: Grade = { grader: name, passed: body.passed, score: body.score, detail: body.detail }
     if (body.violation !== undefined) grade.violation = body.violation
+    if (body.judge !== undefined) grade.judge = body.judge
     return grade
   })
 }
@@ -154,4 +171,37 @@ export function fixtureRefsOf(spec: GraderSpec): { name: string; kind?: 'workspa
   const parsed = parseConfig(spec)
   if (!parsed.ok || parsed.grader.fixtureRefs === undefined) return []
   return parsed.grader.fixtureRefs(parsed.config)
+}
+
+/** A judge question a task's LLM-backed grader needs answered for one attempt (see GraderDefinition.judge). */
+export interface PendingJudgeGrade {
+  /** where the answer goes in GradeContext.judgements */
+  key: string
+  /** the grade's name (the spec's `name`, else its type) */
+  grader: string
+  /** the model the grader config names; undefined: the run's judge model */
+  model: string | undefined
+  request: JudgeRequest<JudgeGraderReply>
+}
+
+/** true when the spec names an LLM-backed grader (one that needs a judge call). */
+export function isJudgeSpec(spec: GraderSpec): boolean {
+  return graders.get(spec.type)?.judge !== undefined
+}
+
+/**
+ * The judge questions of a task's LLM-backed graders for one trace, one per distinct config;
+ * specs that do not validate are skipped (gradeAll reports them).
+ */
+export function judgeRequestsOf(specs: GraderSpec[], trace: AgentTrace, ctx: GradeContext, opts: { maxChars: number }): PendingJudgeGrade[] {
+  const pending = new Map<string, PendingJudgeGrade>()
+  for (const spec of specs) {
+    const parsed = parseConfig(spec)
+    if (!parsed.ok || parsed.grader.judge === undefined) continue
+    const key = parsed.grader.judge.key(parsed.config)
+    if (pending.has(key)) continue
+    const name = typeof spec['name'] === 'string' && spec['name'] !== '' ? spec['name'] : spec.type
+    pending.set(key, { key, grader: name, model: parsed.grader.judge.model(parsed.config), request: parsed.grader.judge.request(parsed.config, trace, ctx, opts) })
+  }
+  return [...pending.values()]
 }

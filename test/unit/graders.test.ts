@@ -27,8 +27,8 @@ function grade(spec: GraderSpec, output: unknown, calls: Partial<ToolCall>[] = [
 }
 
 describe('registry', () => {
-  it('registers the eight graders by name, each with a description', () => {
-    expect([...graders.keys()].sort()).toEqual(['contains', 'exact', 'file', 'numeric', 'regex', 'sql', 'state_diff', 'tool_sequence'])
+  it('registers the ten graders by name, each with a description', () => {
+    expect([...graders.keys()].sort()).toEqual(['contains', 'exact', 'file', 'json_schema', 'judge', 'numeric', 'regex', 'sql', 'state_diff', 'tool_sequence'])
     for (const [name, grader] of graders) {
       expect(grader.name).toBe(name)
       expect(grader.description.length).toBeGreaterThan(10)
@@ -40,7 +40,7 @@ describe('validateGraderSpec', () => {
   it('names an unknown type and lists the known ones', () => {
     expect(validateGraderSpec({ type: 'exakt', expected: 'x' })).toEqual({
       ok: false,
-      problems: [{ path: ['type'], message: 'unknown grader type "exakt" (did you mean "exact"?); known types: contains, exact, file, numeric, regex, sql, state_diff, tool_sequence' }],
+      problems: [{ path: ['type'], message: 'unknown grader type "exakt" (did you mean "exact"?); known types: contains, exact, file, json_schema, judge, numeric, regex, sql, state_diff, tool_sequence' }],
     })
   })
   it('catches a misspelt key and suggests the right one', () => {

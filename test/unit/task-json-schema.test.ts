@@ -44,6 +44,8 @@ describe('taskJsonSchema', () => {
       'contains',
       'exact',
       'file',
+      'json_schema',
+      'judge',
       'numeric',
       'regex',
       'sql',

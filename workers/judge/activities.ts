@@ -1,0 +1,117 @@
+/**
+ * The judge activity, on its own task queue (default `forge-judge`) so it is rate-limited apart
+ * from agents: tier-2 golden divergence for failed attempts of tasks with a golden trace, and the
+ * LLM-judge metrics. It reads the attempt's stored trace from the results stream by attempt_uid
+ * (never through workflow history) and publishes a JudgeOutcome. A judge that cannot answer is
+ * data (errored rows, tier 2 `errored`); only infrastructure errors (NATS) throw and are retried.
+ */
+import { ApplicationFailure } from '@temporalio/common'
+import type { JetStreamClient } from '@nats-io/jetstream'
+import type { NatsConnection } from '@nats-io/transport-node'
+import { StoredTrace, type MetricValue, type Tier2Result } from '../../core/contracts.js'
+import { divergenceRequest, tier2FromCall, tier2Status } from '../../core/judge/divergence.js'
+import type { JudgeCallOutcome, JudgeRequest } from '../../core/judge/protocol.js'
+import { judgeDecoding } from '../../core/judge/protocol.js'
+import { judgeMetricValues, metricsRequest, selectJudgeMetrics } from '../../core/metrics/index.js'
+import { decideJudgement } from '../../core/review.js'
+import { publishJudgeOutcome, readStoredTrace } from '../../store/bus.js'
+import type { JudgeActivities, JudgeInput, JudgeSummary } from '../activity-types.js'
+import { SuiteLoadError } from '../errors.js'
+import type { Logger } from '../logger.js'
+import { loadSuiteCached } from '../suite-loader.js'
+import { askJudge, resolveJudgeEndpoint, type JudgeEndpoint } from './client.js'
+import type { RateLimiter } from './rate-limit.js'
+
+export interface JudgeActivityDeps {
+  nc: NatsConnection
+  js: JetStreamClient
+  logger: Logger
+  /** where the judge endpoint is read from (default process.env) */
+  env?: NodeJS.ProcessEnv
+  now?: () => number
+  /** extra pacing of calls inside one activity (default none: Temporal rate-limits the activities) */
+  limiter?: RateLimiter
+}
+
+const unlimited: RateLimiter = { acquire: async () => undefined }
+
+export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities {
+  const now = deps.now ?? Date.now
+  return {
+    async judgeAttempt(input: JudgeInput): Promise<JudgeSummary> {
+      const suite = await loadSuiteCached(input.suite_path).catch((error: unknown) => {
+        throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
+      })
+      const task = suite.tasks.find((t) => t.id === input.task_id)
+      if (!task) throw ApplicationFailure.nonRetryable(`suite ${suite.name} (${suite.path}) has no task "${input.task_id}"`, 'UnknownTaskError')
+      const raw = await readStoredTrace(deps.nc, input.attempt_uid)
+      // published and acknowledged before the attempt activity returned: missing means the stream lost it
+      if (raw === undefined) throw ApplicationFailure.retryable(`no stored trace for attempt ${input.attempt_uid} in the results stream`, 'TraceNotFound')
+      const stored = StoredTrace.parse(raw)
+      const settings = input.judge
+
+      let endpoint: JudgeEndpoint | undefined
+      let endpointError = ''
+      try {
+        endpoint = resolveJudgeEndpoint(deps.env ?? process.env)
+      } catch (error) {
+        endpointError = (error as Error).message
+      }
+      const ask = async <T>(request: JudgeRequest<T>): Promise<JudgeCallOutcome<T>> => {
+        if (endpoint === undefined) {
+          return { ok: false, error: endpointError, malformed: false, calls: 0, stamp: { model: settings.model, prompt_version: request.prompt_version, decoding: judgeDecoding(settings) } }
+        }
+        return askJudge(request, { endpoint, model: settings.model, settings, limiter: deps.limiter ?? unlimited })
+      }
+
+      let tier2: Tier2Result | undefined
+      if (input.golden_divergence) {
+        const golden = suite.goldens.get(task.id)
+        if (golden === undefined) tier2 = tier2Status('not_run', `suite ${suite.name} no longer has a golden trace for ${task.id}`)
+        else {
+          const request = divergenceRequest({ instruction: task.instruction, input: task.input, grades: stored.grades, golden, run: stored.trace, maxChars: settings.max_prompt_chars })
+          tier2 = tier2FromCall(await ask(request), settings.min_confidence)
+        }
+      }
+
+      let metrics: MetricValue[] = []
+      if (input.metrics) {
+        const selected = selectJudgeMetrics(settings.metrics)
+        if (selected.length > 0) {
+          const request = metricsRequest({ instruction: task.instruction, input: task.input, trace: stored.trace, metrics: selected, maxChars: settings.max_prompt_chars })
+          metrics = judgeMetricValues(selected, await ask(request))
+        }
+      }
+
+      // tier 3 decided again now that tier 2 is known (revision 2 replaces the attempt worker's)
+      const judgement =
+        tier2 === undefined
+          ? null
+          : decideJudgement({
+              ids: { attempt_uid: stored.attempt_uid, run_id: stored.run_id, config_id: stored.config_id, suite: stored.suite, task_id: stored.task_id, attempt: stored.attempt },
+              grading_version: 1,
+              revision: 2,
+              task,
+              trace: stored.trace,
+              verdict: { outcome: stored.outcome, validity: stored.validity, failure_bucket: stored.failure_bucket },
+              grades: stored.grades,
+              invariants: stored.invariants,
+              tier2,
+              created_at: now(),
+            })
+      await publishJudgeOutcome(deps.js, {
+        attempt_uid: stored.attempt_uid,
+        run_id: stored.run_id,
+        config_id: stored.config_id,
+        suite: stored.suite,
+        task_id: stored.task_id,
+        attempt: stored.attempt,
+        grading_version: 1,
+        metrics,
+        judgement,
+      })
+      deps.logger.debug({ attempt_uid: input.attempt_uid, tier2: tier2?.status, metrics: metrics.length }, 'judged')
+      return { attempt_uid: input.attempt_uid, tier2: tier2?.status ?? 'not_applicable', needs_human_review: judgement?.needs_human_review ?? false, metrics: metrics.length }
+    },
+  }
+}
