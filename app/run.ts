@@ -9,7 +9,10 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { RunPlan, type SequentialRule, type Task } from '../core/contracts.js'
+import { JudgeSettings, RunPlan, type JudgeSettingsInput, type SequentialRule, type Task } from '../core/contracts.js'
+import { isJudgeSpec } from '../core/graders/index.js'
+import { judgeStamps } from '../core/judging.js'
+import { selectJudgeMetrics } from '../core/metrics/index.js'
 import { estimateRunCost, heuristicUsage, type CostEstimate } from '../core/estimate.js'
 import type { PriceTable } from '../core/pricing.js'
 import type { LoadedSuite } from '../core/plugins.js'
@@ -23,6 +26,7 @@ import { PriceTableError } from '../workers/llm/errors.js'
 import { priceTableFor } from '../workers/llm/price-table.js'
 import { loadSuite } from '../workers/suite-loader.js'
 import { adapters } from '../workers/adapters/index.js'
+import { judgeTaskQueue } from '../workers/judge/queue.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
@@ -50,6 +54,12 @@ export interface RunOptions {
   judgePromptVersion?: string
   /** opt-in sequential stopping: a task stops once its Wilson interval is at most `width` wide */
   sequential?: { width: number; roundSize?: number; minAttempts?: number }
+  /**
+   * The run's judge: tier-2 golden divergence and the LLM-judge metrics, run by judge workers on
+   * their own task queue (FORGE_JUDGE_TASK_QUEUE, default forge-judge); also the default model of
+   * the tasks' `judge` graders. Its model, prompt versions and decoding are stamped on the run.
+   */
+  judge?: JudgeSettingsInput
 }
 
 export type RunEvent =
@@ -108,7 +118,29 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
     if (error instanceof PriceTableError) throw new ConfigError(error.message, { cause: error })
     throw error
   }
-  const longestBudget = Math.max(...tasks.map((t) => t.budget.max_duration_ms))
+  let judge: JudgeSettings | undefined
+  if (opts.judge !== undefined) {
+    const parsedJudge = JudgeSettings.safeParse({ task_queue: judgeTaskQueue(), ...opts.judge })
+    if (!parsedJudge.success) {
+      throw new ConfigError(`invalid judge settings: ${parsedJudge.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`)
+    }
+    try {
+      selectJudgeMetrics(parsedJudge.data.metrics)
+    } catch (error) {
+      throw new ConfigError(`--judge-metrics: ${(error as Error).message}`)
+    }
+    judge = parsedJudge.data
+  }
+  const judgeSpecs = tasks.flatMap((t) => t.outcome_graders).filter(isJudgeSpec)
+  const stamps = judgeStamps({
+    settings: judge,
+    graderModels: judgeSpecs.map((spec) => spec['model']).filter((model): model is string => typeof model === 'string'),
+    judgeGraders: judgeSpecs.length > 0,
+    envModel: process.env['FORGE_JUDGE_MODEL'],
+  })
+  // a task's judge graders are asked inside its attempt: up to two calls each
+  const judgeGraderMs = judgeSpecs.length === 0 ? 0 : 2 * (judge?.timeout_ms ?? 120_000) * Math.max(...tasks.map((t) => t.outcome_graders.filter(isJudgeSpec).length))
+  const longestBudget = Math.max(...tasks.map((t) => t.budget.max_duration_ms)) + judgeGraderMs
   const sequential: SequentialRule | undefined = opts.sequential && {
     width: opts.sequential.width,
     round_size: opts.sequential.roundSize ?? 10,
@@ -130,9 +162,10 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
     price_table_version: priceTable.version,
     price_table_date: priceTable.date,
     suite_hash: suite.contentHash,
-    judge_model: opts.judgeModel ?? '',
-    judge_prompt_version: opts.judgePromptVersion ?? '',
+    judge_model: opts.judgeModel ?? stamps.judge_model,
+    judge_prompt_version: opts.judgePromptVersion ?? stamps.judge_prompt_version,
     ...(sequential ? { sequential } : {}),
+    ...(judge ? { judge } : {}),
   })
   if (!parsed.success) {
     throw new ConfigError(`invalid run settings: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`)

@@ -5,6 +5,7 @@
 import type { RunStamps } from '../core/compare.js'
 import type { RunRecord } from '../core/contracts.js'
 import { DEFAULT_KS, suiteFigures, type SuiteFigures, type TaskFigures } from '../core/report.js'
+import { suiteValidityRates, validityRates, type ValidityRates } from '../core/validity.js'
 import type { StoreReader } from '../store/clickhouse.js'
 import { getRun, outcomeCounts, runAggregates } from '../store/repositories.js'
 
@@ -13,9 +14,14 @@ export interface TaskStats extends TaskFigures {
   failure_buckets: Record<string, number>
   /** a sequential run stopped this task early: its interval was narrow enough */
   stopped_early: boolean
+  /** the pass rate over all attempts and, beside it, over attempts whose evidence stands (validity not invalid) */
+  validity_rates: ValidityRates
 }
 
-export type SuiteStats = Omit<SuiteFigures, 'tasks'>
+export type SuiteStats = Omit<SuiteFigures, 'tasks'> & {
+  /** the suite's pass rate over all attempts and the validity-filtered one, each the unweighted mean of task rates */
+  validity_rates: ReturnType<typeof suiteValidityRates>
+}
 
 export interface RunStats {
   run: RunRecord | undefined
@@ -55,15 +61,18 @@ export async function getRunStats(reader: StoreReader, runId: string, ks: readon
   }
   const stopped = new Set(run?.stopped_tasks ?? [])
   const figures = suiteFigures(aggregates.tasks, aggregates.suites, ks)
+  const rates = validityRates(rows)
+  const ratesOf = (taskId: string): ValidityRates => rates.get(taskId) ?? validityRates([{ task_id: taskId, outcome: 'pass', validity: 'valid', n: 0 }]).get(taskId)!
   const tasks = figures.flatMap((s) =>
     s.tasks.map((t) => ({
       ...t,
       outcomes: breakdown.get(t.task_id)?.outcomes ?? {},
       failure_buckets: breakdown.get(t.task_id)?.failure_buckets ?? {},
       stopped_early: stopped.has(t.task_id),
+      validity_rates: ratesOf(t.task_id),
     })),
   )
-  const suites = figures.map(({ tasks: _tasks, ...suite }) => suite)
+  const suites = figures.map(({ tasks: suiteTasks, ...suite }) => ({ ...suite, validity_rates: suiteValidityRates(suiteTasks.map((t) => ratesOf(t.task_id))) }))
   return {
     run,
     run_id: runId,

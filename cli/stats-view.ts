@@ -22,17 +22,19 @@ export function printRunStats(log: (line: string) => void, stats: RunStats): voi
     log('')
     log(
       table(
-        ['task', 'k/n', 'success', 'wilson 95%', ...ks.flatMap((k) => [`pass@${k}`, `pass^${k}`]), 'consistency', 'failure buckets'],
+        ['task', 'k/n', 'success', 'wilson 95%', 'valid k/n', 'valid rate', ...ks.flatMap((k) => [`pass@${k}`, `pass^${k}`]), 'consistency', 'failure buckets'],
         tasks.map((t) => [
           t.task_id,
           `${t.k}/${t.n}${t.stopped_early ? '*' : ''}`,
           pct(t.rate),
           interval(t.low, t.high),
+          `${t.validity_rates.valid.k}/${t.validity_rates.valid.n}`,
+          pct(t.validity_rates.valid.rate),
           ...ks.flatMap((k) => passCells(t, k)),
           num(t.consistency, 2),
           counts(t.failure_buckets),
         ]),
-        ['l', 'r', 'r', 'l', ...ks.flatMap((): ('l' | 'r')[] => ['r', 'r']), 'r', 'l'],
+        ['l', 'r', 'r', 'l', 'r', 'r', ...ks.flatMap((): ('l' | 'r')[] => ['r', 'r']), 'r', 'l'],
       ),
     )
     log('')
@@ -70,6 +72,11 @@ function passCells(t: TaskStats, k: number): string[] {
 
 function printSuiteHeadline(log: (line: string) => void, suite: SuiteStats, ks: number[]): void {
   log(`suite success (unweighted mean of ${suite.success.tasks} task rates): ${pct(suite.success.rate)}`)
+  const v = suite.validity_rates
+  log(
+    `pass rate over all ${v.n} attempts: ${pct(v.all.rate)}; over the ${v.n_valid} valid attempts: ${pct(v.valid.rate)}` +
+      ` (${v.invalid} invalid excluded; each the unweighted mean of task rates)`,
+  )
   const passes = ks.map((k) => {
     const p = suite.pass_k.find((x) => x.k === k)
     return `pass@${k} ${pct(p?.pass_at_k)}, pass^${k} ${pct(p?.pass_hat_k)}`

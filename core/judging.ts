@@ -3,8 +3,10 @@
  * deterministic metrics (deterministic checks first; the judge only where they allow it). Pure.
  */
 import type { Grade, JudgeSettings, MetricValue, Tier2Result } from './contracts.js'
-import { tier2Status } from './judge/divergence.js'
-import { deterministicGate, selectJudgeMetrics, skippedJudgeMetrics } from './metrics/index.js'
+import { GOLDEN_DIVERGENCE_PROMPT_VERSION, tier2Status } from './judge/divergence.js'
+import { JUDGE_GRADER_PROMPT_VERSION } from './judge/grader-prompt.js'
+import { judgeDecoding } from './judge/protocol.js'
+import { deterministicGate, JUDGE_METRICS_PROMPT_VERSION, selectJudgeMetrics, skippedJudgeMetrics } from './metrics/index.js'
 import { tier0Failed } from './review.js'
 
 export interface JudgingPlan {
@@ -47,4 +49,32 @@ export function planJudging(input: JudgingInput): JudgingPlan {
     skipped,
     ...(runsDivergence || judgeMetrics ? { request: { golden_divergence: runsDivergence, metrics: judgeMetrics } } : {}),
   }
+}
+
+/**
+ * The run's judge stamps, so `forge compare` can warn when two runs were judged differently:
+ * the judge model(s), and the prompt versions in use with the decoding settings.
+ */
+export function judgeStamps(input: {
+  settings: JudgeSettings | undefined
+  /** models named by the tasks' `judge` grader configs */
+  graderModels: readonly string[]
+  /** the tasks have `judge` graders */
+  judgeGraders: boolean
+  /** FORGE_JUDGE_MODEL, the judge graders' fallback model */
+  envModel?: string | undefined
+}): { judge_model: string; judge_prompt_version: string } {
+  const { settings } = input
+  const models = [...new Set([...(settings ? [settings.model] : []), ...input.graderModels, ...(input.judgeGraders && !settings && input.graderModels.length === 0 && input.envModel ? [input.envModel] : [])])]
+  const prompts = [
+    ...(input.judgeGraders ? [JUDGE_GRADER_PROMPT_VERSION] : []),
+    ...(settings?.golden_divergence ? [GOLDEN_DIVERGENCE_PROMPT_VERSION] : []),
+    ...(settings && selectJudgeMetrics(settings.metrics).length > 0 ? [JUDGE_METRICS_PROMPT_VERSION] : []),
+  ]
+  if (prompts.length === 0) return { judge_model: '', judge_prompt_version: '' }
+  const decoding = judgeDecoding(settings ?? { temperature: 0, seed: 0, max_tokens: 512, response_format: 'json_schema' })
+  const settingsText = Object.entries(decoding)
+    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .join(' ')
+  return { judge_model: models.join(','), judge_prompt_version: `${prompts.join(' ')}; ${settingsText}` }
 }

@@ -22,15 +22,15 @@ import {
   type ToolSpec,
 } from '../core/contracts.js'
 import type { EnvironmentView } from '../core/env-diff.js'
-import { envQueriesOf, gradeAll, outputText } from '../core/graders/index.js'
+import { envQueriesOf, outputText } from '../core/graders/index.js'
 import { planJudging } from '../core/judging.js'
 import { runDeterministicMetrics } from '../core/metrics/index.js'
-import type { AdapterContext, AdapterOutput, AgentAdapter, GradeContext, LoadedSuite } from '../core/plugins.js'
+import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
 import { costOf, type PriceTable } from '../core/pricing.js'
 import { seedFromString } from '../core/random.js'
 import { decideJudgement } from '../core/review.js'
 import { decideVerdict } from '../core/verdict.js'
-import { judgeGraderVerdicts } from './judge/tier0.js'
+import { gradeTrace, withoutSelfReport } from './grade-trace.js'
 import type { RateLimiter } from './judge/rate-limit.js'
 import { resolveUpstream, startLlmGateway, type LlmGateway } from './llm/gateway.js'
 import { startEnvironment } from './env/lifecycle.js'
@@ -261,38 +261,19 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   let grades: Grade[] = []
   let invariants: InvariantResult[] = []
   // the agent's self-report is kept beside the trace and shown to reviewers, never graded
-  const { self_report: _selfReport, ...gradedTrace } = trace
+  const gradedTrace = withoutSelfReport(trace)
   if (harnessError === undefined) {
-    const gradeCtx: GradeContext = { task, fixtures: suite.fixtures.get(task.id) ?? {}, ...(envView !== undefined ? { env: envView } : {}) }
-    try {
-      grades = gradeAll(task.outcome_graders, gradedTrace, gradeCtx)
-      // LLM-backed graders last, and only when every deterministic grader passed
-      const judged = await judgeGraderVerdicts(task.outcome_graders, grades, gradedTrace, gradeCtx, {
-        settings: opts.judge?.settings,
-        env: opts.env ?? process.env,
-        limiter: opts.judge?.limiter,
-      })
-      if (judged !== undefined) {
-        grades = gradeAll(task.outcome_graders, gradedTrace, { ...gradeCtx, judgements: judged.judgements })
-        if (judged.error !== undefined) harnessError = `the judge could not grade: ${judged.error}`
-      }
-    } catch (error) {
-      harnessError = `grading failed: ${errorMessage(error)}`
-    }
-    invariants = task.invariants.map((name) => {
-      const invariant = suite.invariants.get(name)
-      if (invariant === undefined) {
-        harnessError ??= `invariant "${name}" is not defined by suite "${suite.name}"`
-        return { name, passed: false, detail: 'not defined' }
-      }
-      try {
-        const checked = invariant(gradedTrace)
-        return { name, passed: checked.passed === true, detail: typeof checked.detail === 'string' ? checked.detail : '' }
-      } catch (error) {
-        harnessError ??= `invariant "${name}" threw: ${errorMessage(error)}`
-        return { name, passed: false, detail: `threw: ${errorMessage(error)}` }
-      }
+    const graded = await gradeTrace({
+      suite,
+      task,
+      trace,
+      env: envView,
+      judge: opts.judge,
+      processEnv: opts.env ?? process.env,
     })
+    grades = graded.grades
+    invariants = graded.invariants
+    harnessError = graded.harnessError
   }
   const gradingFinished = now()
   trace.spans.push(span('grading', 'attempt', 'grading', 'grade', since(gradingStarted), gradingFinished - gradingStarted, {}))

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { connectBus, jetstream } from '../store/bus.js'
 import { createActivities } from './activities.js'
 import { createJudgeActivities } from './judge/activities.js'
+import { judgeTaskQueue } from './judge/queue.js'
 import { createLogger } from './logger.js'
 
 export interface WorkerOptions {
@@ -27,10 +28,6 @@ export interface WorkerOptions {
   judge?: false | { taskQueue?: string; activitiesPerSecond?: number; concurrency?: number }
 }
 
-/** The judge task queue's name: FORGE_JUDGE_TASK_QUEUE, else `forge-judge`. */
-export function judgeTaskQueue(env: NodeJS.ProcessEnv = process.env): string {
-  return env['FORGE_JUDGE_TASK_QUEUE'] || 'forge-judge'
-}
 
 export async function runWorker(opts: WorkerOptions): Promise<void> {
   const workerId = opts.workerId ?? `${hostname()}-${process.pid}`

@@ -18,6 +18,7 @@ export default class Run extends ForgeCommand {
     '<%= config.bin %> run --suite toy_math --attempts 200 --dry-run',
     '<%= config.bin %> run --suite smoke --attempts 200 --stop-at-width 0.2 --price-table ./my-prices.yaml',
     'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
+    '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
   ]
   static override flags = {
     suite: Flags.string({ char: 's', summary: 'Suite name (bundled), directory, or npm package.', default: 'smoke' }),
@@ -37,6 +38,14 @@ export default class Run extends ForgeCommand {
     'stop-at-width': Flags.string({ summary: "Sequential stopping: stop a task's attempts once its Wilson 95% interval is at most this wide (e.g. 0.2)." }),
     'round-size': Flags.integer({ summary: 'Sequential stopping: attempts per task between width checks (default 10).', min: 1, max: 500 }),
     'min-attempts': Flags.integer({ summary: 'Sequential stopping: attempts per task before it may stop (default 10).', min: 1 }),
+    'judge-model': Flags.string({
+      summary: 'Judge the run with this model (any OpenAI-compatible one: FORGE_JUDGE_BASE_URL / FORGE_JUDGE_API_KEY, else OPENAI_*): golden divergence and judge metrics.',
+    }),
+    'judge-metrics': Flags.string({ summary: 'Judge metrics to score: all (default), none, or a comma-separated list (e.g. correctness,safety).' }),
+    'judge-gate': Flags.string({ summary: 'deterministic (default): judge metrics only for attempts whose gating deterministic metrics passed; none: every attempt.', options: ['deterministic', 'none'] }),
+    'golden-divergence': Flags.boolean({ summary: 'Tier 2: localize failed attempts of tasks with a golden trace (default on with --judge-model).', allowNo: true, default: true }),
+    'judge-max-tokens': Flags.integer({ summary: 'Completion tokens per judge call (default 512).', min: 1 }),
+    'judge-temperature': Flags.string({ summary: 'Judge sampling temperature (default 0).' }),
   }
 
   async run(): Promise<RunReport | DryRunReport> {
@@ -61,7 +70,26 @@ export default class Run extends ForgeCommand {
     if (stopWidth === undefined && (flags['round-size'] !== undefined || flags['min-attempts'] !== undefined)) {
       throw new ConfigError('--round-size and --min-attempts apply only with --stop-at-width')
     }
+    const judgeFlags = ['judge-metrics', 'judge-gate', 'judge-max-tokens', 'judge-temperature'] as const
+    if (flags['judge-model'] === undefined && judgeFlags.some((flag) => flags[flag] !== undefined)) {
+      throw new ConfigError(`--${judgeFlags.find((flag) => flags[flag] !== undefined)} applies only with --judge-model`)
+    }
+    const judgeMetrics = flags['judge-metrics']
+    const judgeTemperature = flags['judge-temperature'] === undefined ? undefined : Number(flags['judge-temperature'])
+    if (judgeTemperature !== undefined && !Number.isFinite(judgeTemperature)) throw new ConfigError(`--judge-temperature must be a number, got "${flags['judge-temperature']}"`)
     const runExtras: Partial<RunOptions> = {
+      ...(flags['judge-model'] !== undefined
+        ? {
+            judge: {
+              model: flags['judge-model'],
+              golden_divergence: flags['golden-divergence'],
+              ...(judgeMetrics === undefined || judgeMetrics === 'all' ? {} : { metrics: judgeMetrics === 'none' ? [] : judgeMetrics.split(',').map((m) => m.trim()).filter((m) => m !== '') }),
+              ...(flags['judge-gate'] !== undefined ? { gate: flags['judge-gate'] as 'deterministic' | 'none' } : {}),
+              ...(flags['judge-max-tokens'] !== undefined ? { max_tokens: flags['judge-max-tokens'] } : {}),
+              ...(judgeTemperature !== undefined ? { temperature: judgeTemperature } : {}),
+            },
+          }
+        : {}),
       ...(flags['price-table'] ? { priceTable: flags['price-table'] } : {}),
       ...(stopWidth !== undefined
         ? {

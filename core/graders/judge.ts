@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { JudgeStamp } from '../contracts.js'
 import { canonicalJson } from '../env-diff.js'
-import { judgeGraderRequest } from '../judge/grader-prompt.js'
+import { JUDGE_GRADER_PROMPT_VERSION, judgeGraderRequest } from '../judge/grader-prompt.js'
 import type { GraderDefinition } from '../plugins.js'
 import { baseConfigShape, passFail } from './common.js'
 import { quote } from './output.js'
@@ -55,8 +55,10 @@ export const judgeGrader: GraderDefinition<JudgeGraderConfig> = {
   },
   grade(config, _trace, ctx) {
     const verdict = ctx.judgements?.[judgeGraderKey(config)]
-    if (verdict === undefined) return passFail(false, 'not judged: no judge verdict was recorded for this grader')
-    if (!verdict.ok) return passFail(false, `not judged: ${verdict.reason}`)
+    // a judge grade always carries a stamp, so it is never mistaken for a programmatic one; model '' = not judged
+    const unjudged = { model: '', prompt_version: JUDGE_GRADER_PROMPT_VERSION, decoding: {} }
+    if (verdict === undefined) return { ...passFail(false, 'not judged: no judge verdict was recorded for this grader'), judge: unjudged }
+    if (!verdict.ok) return { ...passFail(false, `not judged: ${verdict.reason}`), judge: unjudged }
     const passed = verdict.verdict === 'pass' && (config.min_score === undefined || verdict.score >= config.min_score)
     const bar = config.min_score === undefined ? '' : ` (needs ${config.min_score})`
     return {

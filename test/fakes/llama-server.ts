@@ -57,6 +57,8 @@ interface ChatRequest {
   max_tokens?: number
   max_completion_tokens?: number
   stream?: boolean
+  /** `json_schema` replies are constrained by a grammar built from the schema (what a judge asks for) */
+  response_format?: { type: string; json_schema?: { name?: string; schema?: Record<string, unknown> } }
 }
 
 export async function startLlamaServer(opts: { modelPath?: string; contextSize?: number; threads?: number; defaultMaxTokens?: number } = {}): Promise<LlamaServer> {
@@ -74,7 +76,13 @@ export async function startLlamaServer(opts: { modelPath?: string; contextSize?:
   const complete = async (request: ChatRequest): Promise<Record<string, unknown>> => {
     const tools = request.tools?.filter((t) => t.type === 'function') ?? []
     const history = toHistory(request.messages ?? [], tools)
-    const grammar = tools.length > 0 ? await llama.createGrammar({ grammar: replyGrammar(tools) }) : undefined
+    const format = tools.length === 0 && request.response_format?.type === 'json_schema' ? request.response_format.json_schema?.schema : undefined
+    const grammar =
+      tools.length > 0
+        ? await llama.createGrammar({ grammar: replyGrammar(tools) })
+        : format !== undefined
+          ? await llama.createGrammarForJsonSchema(jsonReplySchema(format) as never)
+          : undefined
     const sequence = context.getSequence()
     const chat = new LlamaChat({ contextSequence: sequence })
     const started = Date.now()
@@ -260,4 +268,44 @@ async function readJson(req: IncomingMessage): Promise<ChatRequest> {
   for await (const chunk of req) chunks.push(chunk as Buffer)
   const body = Buffer.concat(chunks).toString('utf8')
   return (body === '' ? {} : JSON.parse(body)) as ChatRequest
+}
+
+/**
+ * A `response_format` JSON Schema reduced to what node-llama-cpp's JSON grammar expresses: types,
+ * enums and consts, objects (every property required, nothing else allowed), arrays, `oneOf`;
+ * small integer ranges become enums and strings are capped, so a small model closes its JSON
+ * within a few dozen tokens. What it writes inside that shape is still its own choice.
+ */
+function jsonReplySchema(schema: Record<string, unknown>): Record<string, unknown> {
+  if (Array.isArray(schema['enum'])) return { enum: schema['enum'] }
+  if (schema['const'] !== undefined) return { const: schema['const'] }
+  const type = schema['type']
+  if (Array.isArray(type)) return { oneOf: type.map((t) => jsonReplySchema({ ...schema, type: t })) }
+  switch (type) {
+    case 'object': {
+      const properties = (schema['properties'] as Record<string, Record<string, unknown>> | undefined) ?? {}
+      return {
+        type: 'object',
+        properties: Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, jsonReplySchema(v)])),
+        required: Object.keys(properties),
+        additionalProperties: false,
+      }
+    }
+    case 'array':
+      return { type: 'array', items: jsonReplySchema((schema['items'] as Record<string, unknown> | undefined) ?? { type: 'string' }) }
+    case 'integer': {
+      const min = schema['minimum']
+      const max = schema['maximum']
+      if (typeof min === 'number' && typeof max === 'number' && max - min <= 20) return { enum: Array.from({ length: max - min + 1 }, (_, i) => min + i) }
+      return { type: 'integer' }
+    }
+    case 'string':
+      return { type: 'string', maxLength: typeof schema['maxLength'] === 'number' ? schema['maxLength'] : 120 }
+    case 'number':
+    case 'boolean':
+    case 'null':
+      return { type }
+    default:
+      return { type: ['string', 'number', 'boolean'] }
+  }
 }
