@@ -8,7 +8,7 @@
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { StoredTrace, type MetricValue, type Tier2Result } from '../../core/contracts.js'
+import { StoredTrace, type AgentTrace, type Judgement, type JudgeSettings, type MetricValue, type Task, type Tier2Result } from '../../core/contracts.js'
 import { divergenceRequest, tier2FromCall, tier2Status } from '../../core/judge/divergence.js'
 import type { JudgeCallOutcome, JudgeRequest } from '../../core/judge/protocol.js'
 import { judgeDecoding } from '../../core/judge/protocol.js'
@@ -48,57 +48,17 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
       // published and acknowledged before the attempt activity returned: missing means the stream lost it
       if (raw === undefined) throw ApplicationFailure.retryable(`no stored trace for attempt ${input.attempt_uid} in the results stream`, 'TraceNotFound')
       const stored = StoredTrace.parse(raw)
-      const settings = input.judge
-
-      let endpoint: JudgeEndpoint | undefined
-      let endpointError = ''
-      try {
-        endpoint = resolveJudgeEndpoint(deps.env ?? process.env)
-      } catch (error) {
-        endpointError = (error as Error).message
-      }
-      const ask = async <T>(request: JudgeRequest<T>): Promise<JudgeCallOutcome<T>> => {
-        if (endpoint === undefined) {
-          return { ok: false, error: endpointError, malformed: false, calls: 0, stamp: { model: settings.model, prompt_version: request.prompt_version, decoding: judgeDecoding(settings) } }
-        }
-        return askJudge(request, { endpoint, model: settings.model, settings, limiter: deps.limiter ?? unlimited })
-      }
-
-      let tier2: Tier2Result | undefined
-      if (input.golden_divergence) {
-        const golden = suite.goldens.get(task.id)
-        if (golden === undefined) tier2 = tier2Status('not_run', `suite ${suite.name} no longer has a golden trace for ${task.id}`)
-        else {
-          const request = divergenceRequest({ instruction: task.instruction, input: task.input, grades: stored.grades, golden, run: stored.trace, maxChars: settings.max_prompt_chars })
-          tier2 = tier2FromCall(await ask(request), settings.min_confidence)
-        }
-      }
-
-      let metrics: MetricValue[] = []
-      if (input.metrics) {
-        const selected = selectJudgeMetrics(settings.metrics)
-        if (selected.length > 0) {
-          const request = metricsRequest({ instruction: task.instruction, input: task.input, trace: stored.trace, metrics: selected, maxChars: settings.max_prompt_chars })
-          metrics = judgeMetricValues(selected, await ask(request))
-        }
-      }
-
-      // tier 3 decided again now that tier 2 is known (revision 2 replaces the attempt worker's)
-      const judgement =
-        tier2 === undefined
-          ? null
-          : decideJudgement({
-              ids: { attempt_uid: stored.attempt_uid, run_id: stored.run_id, config_id: stored.config_id, suite: stored.suite, task_id: stored.task_id, attempt: stored.attempt },
-              grading_version: 1,
-              revision: 2,
-              task,
-              trace: stored.trace,
-              verdict: { outcome: stored.outcome, validity: stored.validity, failure_bucket: stored.failure_bucket },
-              grades: stored.grades,
-              invariants: stored.invariants,
-              tier2,
-              created_at: now(),
-            })
+      const { metrics, judgement, tier2 } = await judgeStoredAttempt({
+        task,
+        golden: suite.goldens.get(task.id),
+        stored,
+        settings: input.judge,
+        goldenDivergence: input.golden_divergence,
+        judgeMetrics: input.metrics,
+        env: deps.env ?? process.env,
+        limiter: deps.limiter ?? unlimited,
+        now,
+      })
       await publishJudgeOutcome(deps.js, {
         attempt_uid: stored.attempt_uid,
         run_id: stored.run_id,
@@ -114,4 +74,75 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
       return { attempt_uid: input.attempt_uid, tier2: tier2?.status ?? 'not_applicable', needs_human_review: judgement?.needs_human_review ?? false, metrics: metrics.length }
     },
   }
+}
+
+export interface JudgeStoredAttemptInput {
+  task: Task
+  /** the task's golden trace, when the suite has one */
+  golden: AgentTrace | undefined
+  stored: StoredTrace
+  settings: JudgeSettings
+  goldenDivergence: boolean
+  judgeMetrics: boolean
+  /** where the judge endpoint is read from (FORGE_JUDGE_BASE_URL / FORGE_JUDGE_API_KEY, else OPENAI_*) */
+  env: NodeJS.ProcessEnv
+  limiter?: RateLimiter
+  now: () => number
+}
+
+/**
+ * Tier 2 and the judge metrics of one stored attempt, and the judgement (revision 2) when tier 2
+ * ran. Judge failures come back as data: tier 2 `errored`, metric rows `errored`.
+ */
+export async function judgeStoredAttempt(input: JudgeStoredAttemptInput): Promise<{ metrics: MetricValue[]; judgement: Judgement | null; tier2: Tier2Result | undefined }> {
+  const { task, stored, settings } = input
+  let endpoint: JudgeEndpoint | undefined
+  let endpointError = ''
+  try {
+    endpoint = resolveJudgeEndpoint(input.env)
+  } catch (error) {
+    endpointError = (error as Error).message
+  }
+  const ask = async <T>(request: JudgeRequest<T>): Promise<JudgeCallOutcome<T>> => {
+    if (endpoint === undefined) {
+      return { ok: false, error: endpointError, malformed: false, calls: 0, stamp: { model: settings.model, prompt_version: request.prompt_version, decoding: judgeDecoding(settings) } }
+    }
+    return askJudge(request, { endpoint, model: settings.model, settings, limiter: input.limiter ?? unlimited })
+  }
+
+  let tier2: Tier2Result | undefined
+  if (input.goldenDivergence) {
+    if (input.golden === undefined) tier2 = tier2Status('not_run', `the suite no longer has a golden trace for ${task.id}`)
+    else {
+      const request = divergenceRequest({ instruction: task.instruction, input: task.input, grades: stored.grades, golden: input.golden, run: stored.trace, maxChars: settings.max_prompt_chars })
+      tier2 = tier2FromCall(await ask(request), settings.min_confidence)
+    }
+  }
+
+  let metrics: MetricValue[] = []
+  if (input.judgeMetrics) {
+    const selected = selectJudgeMetrics(settings.metrics)
+    if (selected.length > 0) {
+      const request = metricsRequest({ instruction: task.instruction, input: task.input, trace: stored.trace, metrics: selected, maxChars: settings.max_prompt_chars })
+      metrics = judgeMetricValues(selected, await ask(request))
+    }
+  }
+
+  // tier 3 decided again now that tier 2 is known (revision 2 replaces the attempt worker's)
+  const judgement =
+    tier2 === undefined
+      ? null
+      : decideJudgement({
+          ids: { attempt_uid: stored.attempt_uid, run_id: stored.run_id, config_id: stored.config_id, suite: stored.suite, task_id: stored.task_id, attempt: stored.attempt },
+          grading_version: 1,
+          revision: 2,
+          task,
+          trace: stored.trace,
+          verdict: { outcome: stored.outcome, validity: stored.validity, failure_bucket: stored.failure_bucket },
+          grades: stored.grades,
+          invariants: stored.invariants,
+          tier2,
+          created_at: input.now(),
+        })
+  return { metrics, judgement, tier2 }
 }
