@@ -4,7 +4,7 @@
  * grades are new rows (attempt_grades, metrics, judgements); the original attempt rows stay as
  * they were. Attempts whose stored evidence cannot support the current graders are listed, not guessed.
  */
-import type { AttemptRegrade, StoredTrace } from '../core/contracts.js'
+import type { AttemptRegrade, StoredTrace, Tier2Result } from '../core/contracts.js'
 import { envQueryKey, type EnvironmentView } from '../core/env-diff.js'
 import { envQueriesOf, fixtureRefsOf } from '../core/graders/index.js'
 import { planJudging } from '../core/judging.js'
@@ -13,7 +13,7 @@ import type { LoadedSuite } from '../core/plugins.js'
 import { decideJudgement } from '../core/review.js'
 import { decideVerdict } from '../core/verdict.js'
 import type { StoreReader } from '../store/clickhouse.js'
-import { countRegrades, getStoredTraces, latestGradingVersion, storedTraceSizes } from '../store/grading-repositories.js'
+import { countRegrades, getStoredTraces, latestGradingVersion, storedTraceSizes, tier2Results } from '../store/grading-repositories.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import type { ForgeConfig } from '../stack/config.js'
 import { ConfigError } from '../stack/errors.js'
@@ -80,9 +80,11 @@ export async function regradeRun(config: ForgeConfig, opts: RegradeOptions): Pro
     const notRegradable: RegradeReport['not_regradable'] = []
     const originals = new Map<string, string>()
     for (const batch of batches(sizes)) {
+      // tier 2 localized the trace against its golden, whatever graded it: carried over while the attempt still fails
+      const previousTier2 = await tier2Results(reader, run.run_id, version - 1, batch)
       for (const stored of await getStoredTraces(reader, run.run_id, batch)) {
         originals.set(stored.attempt_uid, stored.outcome)
-        const graded = await regradeOne(suite, stored, version, now(), opts.env ?? process.env)
+        const graded = await regradeOne(suite, stored, version, now(), opts.env ?? process.env, previousTier2.get(stored.attempt_uid))
         if ('reason' in graded) notRegradable.push({ attempt_uid: stored.attempt_uid, task_id: stored.task_id, reason: graded.reason })
         else regrades.push(graded.regrade)
       }
@@ -143,6 +145,8 @@ export async function regradeOne(
   gradingVersion: number,
   at: number,
   processEnv: NodeJS.ProcessEnv,
+  /** the attempt's tier-2 result at the previous grading version, if any */
+  previousTier2?: Tier2Result,
 ): Promise<{ regrade: AttemptRegrade } | { reason: string }> {
   const task = suite.tasks.find((t) => t.id === stored.task_id)
   if (task === undefined) return { reason: `suite ${suite.name} no longer has task "${stored.task_id}"` }
@@ -162,8 +166,10 @@ export async function regradeOne(
   const validity = stored.trace.isolation_degraded !== undefined ? { validity: 'degraded' as const } : {}
   const verdict = decideVerdict({ trace: stored.trace, grades: graded.grades, invariants: graded.invariants, ...validity, ...(graded.harnessError !== undefined ? { harnessError: graded.harnessError } : {}) })
   const deterministic = runDeterministicMetrics({ trace: withoutSelfReport(stored.trace), task, grades: graded.grades, invariants: graded.invariants })
-  // a regrade asks no judge worker: tier 2 of the new version is not run (the attempt is flagged if it needs it)
+  // a regrade asks no judge: tier 2 is carried over from the previous version, else not run (and the attempt flagged)
   const judging = planJudging({ settings: undefined, grades: graded.grades, deterministic, hasGolden: task.golden !== undefined, invalid: verdict.validity === 'invalid' })
+  const carried = judging.tier2.status === 'not_run' && previousTier2 !== undefined && ['localized', 'not_localized', 'errored'].includes(previousTier2.status)
+  const tier2 = carried ? previousTier2 : judging.tier2
   const ids = { attempt_uid: stored.attempt_uid, run_id: stored.run_id, config_id: stored.config_id, suite: stored.suite, task_id: stored.task_id, attempt: stored.attempt }
   const judgement = decideJudgement({
     ids,
@@ -174,7 +180,7 @@ export async function regradeOne(
     verdict,
     grades: graded.grades,
     invariants: graded.invariants,
-    tier2: judging.tier2,
+    tier2,
     created_at: at,
   })
   return {

@@ -3,7 +3,7 @@
  * (regrades) and review_resolutions. Every read uses FINAL; rows are never updated in place.
  */
 import type { ClickHouseClient } from '@clickhouse/client'
-import { AttemptResult, StoredTrace, type AttemptRegrade, type Grade, type Judgement, type JudgeOutcome, type ReviewResolution } from '../core/contracts.js'
+import { AttemptResult, StoredTrace, type AttemptRegrade, type Grade, type Judgement, type JudgeOutcome, type ReviewResolution, type Tier2Result } from '../core/contracts.js'
 import type { StoreReader } from './clickhouse.js'
 import {
   judgementToRow,
@@ -129,11 +129,18 @@ export async function reviewQueue(
     `SELECT j.attempt_uid AS attempt_uid, j.run_id AS run_id, j.task_id AS task_id, j.attempt AS attempt, j.grading_version AS grading_version,
        j.review_reasons AS review_reasons, j.tier2_status AS tier2_status, toString(j.created_at) AS created_at,
        ifNull(r.resolutions, 0) AS resolutions, ifNull(r.verdict, '') AS resolution, ifNull(r.reviewer, '') AS reviewer
-     FROM (SELECT * FROM judgements FINAL WHERE needs_human_review = 1 ${opts.runId === undefined ? '' : 'AND run_id = {run:String}'}) AS j
+     FROM (
+       -- each attempt at its newest grading version only (a regrade decides the flag again)
+       SELECT * FROM judgements FINAL
+       WHERE (attempt_uid, grading_version) IN (
+         SELECT attempt_uid, max(grading_version) FROM judgements FINAL ${opts.runId === undefined ? '' : 'WHERE run_id = {run:String}'} GROUP BY attempt_uid)
+       AND needs_human_review = 1 ${opts.runId === undefined ? '' : 'AND run_id = {run:String}'}
+     ) AS j
      LEFT JOIN (
-       SELECT attempt_uid, grading_version, count() AS resolutions, argMax(verdict, resolved_at) AS verdict, argMax(reviewer, resolved_at) AS reviewer
-       FROM review_resolutions FINAL GROUP BY attempt_uid, grading_version
-     ) AS r ON r.attempt_uid = j.attempt_uid AND r.grading_version = j.grading_version
+       -- a person's resolution is of the attempt, whichever grading version they saw
+       SELECT attempt_uid, count() AS resolutions, argMax(verdict, resolved_at) AS verdict, argMax(reviewer, resolved_at) AS reviewer
+       FROM review_resolutions FINAL GROUP BY attempt_uid
+     ) AS r ON r.attempt_uid = j.attempt_uid
      WHERE 1 ${state}
      ORDER BY j.created_at, j.attempt_uid
      LIMIT {limit:UInt32}
@@ -216,8 +223,10 @@ export async function agreementRows(reader: StoreReader, runId: string, gradingV
     `SELECT a.attempt_uid AS attempt_uid, a.task_id AS task_id, a.grades AS grades, m.passed AS correctness
      FROM (SELECT attempt_uid, task_id, attempt, grades FROM ${table} FINAL WHERE run_id = {run:String} AND grading_version = {v:UInt32}) AS a
      LEFT JOIN (
-       SELECT attempt_uid, passed FROM metrics FINAL
-       WHERE run_id = {run:String} AND grading_version = {v:UInt32} AND metric = 'correctness' AND status = 'scored'
+       -- the judge scored the trace, not a grading: its newest score up to this version
+       SELECT attempt_uid, argMax(passed, grading_version) AS passed FROM metrics FINAL
+       WHERE run_id = {run:String} AND grading_version <= {v:UInt32} AND metric = 'correctness' AND status = 'scored'
+       GROUP BY attempt_uid
      ) AS m ON m.attempt_uid = a.attempt_uid
      ORDER BY a.task_id, a.attempt
      SETTINGS join_use_nulls = 1`,
@@ -229,4 +238,17 @@ export async function agreementRows(reader: StoreReader, runId: string, gradingV
     grades: JSON.parse(r.grades) as Grade[],
     correctness: r.correctness === null ? null : Number(r.correctness) === 1,
   }))
+}
+
+/** The tier-2 results of a run's attempts at one grading version, by attempt uid (judge stamps included). */
+export async function tier2Results(reader: StoreReader, runId: string, gradingVersion: number, attemptUids: readonly string[]): Promise<Map<string, Tier2Result>> {
+  if (attemptUids.length === 0) return new Map()
+  const rows = await reader.query<JudgementRow>(
+    `SELECT attempt_uid, run_id, config_id, suite, task_id, attempt, grading_version, revision, tier0_failed, tier2_status, divergence_step, decision,
+       explanation, confidence, low_confidence, tier2_calls, tier2_error, judge_model, judge_prompt_version, judge_decoding,
+       needs_human_review, review_reasons, '' AS review_packet, created_at, ingested_at
+     FROM judgements FINAL WHERE run_id = {run:String} AND grading_version = {v:UInt32} AND has({uids:Array(String)}, attempt_uid)`,
+    { run: runId, v: gradingVersion, uids: attemptUids },
+  )
+  return new Map(rows.map((row) => [row.attempt_uid, rowToJudgement(row).tier2]))
 }
