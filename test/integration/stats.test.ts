@@ -50,7 +50,7 @@ describe('run statistics on the embedded stack', () => {
     const text = forge(['stats', '--run-id', report.run_id], stack.env)
     expect(text.status).toBe(0)
     expect(text.stdout).toMatch(/^price table test-2026-12 \(2026-12-01\)/m)
-    expect(text.stdout).toMatch(/task\s+k\/n\s+success\s+wilson 95%\s+pass@3\s+pass\^3\s+pass@5\s+pass\^5\s+consistency/)
+    expect(text.stdout).toMatch(/task\s+k\/n\s+success\s+wilson 95%\s+valid k\/n\s+valid rate\s+pass@3\s+pass\^3\s+pass@5\s+pass\^5\s+consistency/)
     expect(text.stdout).toMatch(/task\s+p50 ms\s+p90 ms\s+p99 ms\s+tool calls\s+tokens in\s+tokens out\s+cost\/attempt\s+cost\/success/)
     expect(text.stdout).toMatch(/^suite success \(unweighted mean of 3 task rates\): \d+\.\d%/m)
     expect(text.stdout).toMatch(/^cost \$\d+\.\d{4} total, \$\d+\.\d{4} per attempt, \$\d+\.\d{4} per success$/m)
