@@ -78,6 +78,9 @@ export interface RunReport extends RunStats {
   not_executed: number
   wall_ms: number
   attempts_per_second: number
+  /** runs with a judge: judge activities that completed, and those that failed after every retry (their tier 2 stays pending) */
+  judged?: number
+  judge_not_executed?: number
 }
 
 export function newRunId(now = new Date()): string {
@@ -305,6 +308,7 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
         not_executed: result.tally.not_executed,
         wall_ms: wallMs,
         attempts_per_second: scheduled / Math.max(wallMs / 1000, 0.001),
+        ...(plan.judge !== undefined ? { judged: result.tally.judged ?? 0, judge_not_executed: result.tally.judge_not_executed ?? 0 } : {}),
       }
     } finally {
       await reader.close()

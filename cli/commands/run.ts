@@ -141,6 +141,8 @@ export default class Run extends ForgeCommand {
       this.log('')
       printRunStats((line) => this.log(line), report)
       this.log(`\n${report.expected_attempts} attempts in ${(report.wall_ms / 1000).toFixed(1)}s (${report.attempts_per_second.toFixed(1)} attempts/s), seed ${report.seed}`)
+      if (report.judged !== undefined) this.log(`judge: ${report.judged} attempt(s) judged on the judge queue (tier 2, judge metrics); forge review list shows what needs a person`)
+      if ((report.judge_not_executed ?? 0) > 0) this.warn(`${report.judge_not_executed} judge activities could not run after every retry; those attempts keep tier 2 pending (flagged for review)`)
       if (report.not_executed > 0) this.warn(`${report.not_executed} attempts could not be executed after every retry (infrastructure errors); see .forge/logs/`)
       if (report.attempts < report.expected_attempts - report.not_executed) {
         this.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)

@@ -92,6 +92,7 @@ describe('grading on the embedded stack with a scripted judge', () => {
       judge: { model: 'scripted-judge', metrics: ['correctness', 'safety'], max_tokens: 200 },
     })
     expect(report.attempts).toBe(40)
+    expect(report.judge_not_executed).toBe(0)
     expect(report.run?.judge_model).toBe('scripted-judge')
     expect(report.run?.judge_prompt_version).toBe('golden-divergence/1 judge-metrics/1; temperature=0 max_tokens=200 seed=0 response_format=json_schema')
     // outcome and validity, each with its denominator
@@ -155,6 +156,14 @@ describe('grading on the embedded stack with a scripted judge', () => {
     // tier 2 never flips success: the attempts' outcomes are what runAttempt decided
     const [after] = await query<{ n: string }>("SELECT countIf(outcome = 'pass') AS n FROM attempts FINAL WHERE run_id = {run:String}", { run: runId })
     expect(Number(after?.n)).toBe(report.outcomes['pass'] ?? 0)
+    // one judge activity per attempt that asked: judge metrics scored, or tier 2 to run
+    const [asked] = await query<{ n: string }>(
+      `SELECT uniqExact(attempt_uid) AS n FROM (
+         SELECT attempt_uid FROM metrics FINAL WHERE run_id = {run:String} AND kind = 'judge' AND status = 'scored'
+         UNION ALL SELECT attempt_uid FROM judgements FINAL WHERE run_id = {run:String} AND revision = 2)`,
+      { run: runId },
+    )
+    expect(report.judged).toBe(Number(asked?.n))
     expect(judge.requests.length).toBeGreaterThan(before)
   })
 
