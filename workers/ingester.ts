@@ -21,6 +21,8 @@ export interface IngesterOptions {
   serveQueries: boolean
   batchSize?: number
   flushIntervalMs?: number
+  /** how often grading rows (metrics, judgements, traces, regrades, resolutions) are inserted (default 500 ms) */
+  gradingFlushMs?: number
 }
 
 export interface IngesterStats {
@@ -39,6 +41,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   const { nc, store, logger } = opts
   const batchSize = opts.batchSize ?? 2000
   const flushIntervalMs = opts.flushIntervalMs ?? 50
+  const gradingFlushMs = opts.gradingFlushMs ?? 500
   const stats: IngesterStats = { inserted_attempts: 0, inserted_runs: 0, rejected: 0, batches: 0 }
 
   const querySub = opts.serveQueries
@@ -61,27 +64,76 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
 
   let buffer: JsMsg[] = []
   let timer: NodeJS.Timeout | undefined
-  let flushing: Promise<void> = Promise.resolve()
+  let running: Promise<void> | undefined
+  let stopping = false
 
+  // Grading rows (metrics, judgements, traces, regrades, review resolutions) go into wide tables, and
+  // a chDB insert costs ~7–12 ms whatever its size: they are inserted every gradingFlushMs, not every
+  // round, so they cost the attempt path nothing. Their messages are acked once they are in.
+  const grading = { attempts: [] as AttemptResult[], traces: new Map<string, StoredTrace>(), judged: [] as JudgeOutcome[], regrades: [] as AttemptRegrade[], resolutions: [] as ReviewResolution[], msgs: [] as JsMsg[], since: 0 }
+  let gradingTimer: NodeJS.Timeout | undefined
+  const gradingDue = (): boolean =>
+    grading.msgs.length > 0 && (stopping || grading.msgs.length >= batchSize || Date.now() - grading.since >= gradingFlushMs)
+
+  // One insert round at a time, and what arrives meanwhile goes whole into the next batch: batches
+  // grow with load instead of queueing up tiny ones.
   const flush = (): Promise<void> => {
     if (timer) clearTimeout(timer)
     timer = undefined
-    const batch = buffer
-    buffer = []
-    if (batch.length === 0) return flushing
-    flushing = flushing.then(() => ingestBatch(batch))
-    return flushing
+    if (running) return running
+    if (buffer.length === 0 && !gradingDue()) {
+      scheduleGrading()
+      return Promise.resolve()
+    }
+    running = (async () => {
+      while (buffer.length > 0 || gradingDue()) {
+        if (buffer.length > 0) await ingestBatch(buffer.splice(0, batchSize))
+        if (gradingDue()) await ingestGrading()
+      }
+    })().finally(() => {
+      running = undefined
+      scheduleGrading()
+    })
+    return running
+  }
+
+  function scheduleGrading(): void {
+    if (grading.msgs.length === 0 || gradingTimer !== undefined) return
+    gradingTimer = setTimeout(
+      () => {
+        gradingTimer = undefined
+        void flush()
+      },
+      Math.max(0, gradingFlushMs - (Date.now() - grading.since)),
+    )
+  }
+
+  async function ingestGrading(): Promise<void> {
+    const lane = { ...grading, traces: [...grading.traces.values()] }
+    Object.assign(grading, { attempts: [], traces: new Map(), judged: [], regrades: [], resolutions: [], msgs: [], since: 0 })
+    try {
+      const now = Date.now()
+      await insertAttemptGrading(store, lane.attempts, now)
+      await insertStoredTraces(store, lane.traces, now)
+      await insertJudgeOutcomes(store, lane.judged, now)
+      await insertRegrades(store, lane.regrades, now)
+      await insertResolutions(store, lane.resolutions)
+    } catch (error) {
+      logger.error({ err: error, messages: lane.msgs.length }, 'grading insert failed; messages will be redelivered')
+      for (const msg of lane.msgs) msg.nak(1000)
+      return
+    }
+    for (const msg of lane.msgs) msg.ack()
+    logger.debug({ messages: lane.msgs.length }, 'grading rows ingested')
   }
 
   async function ingestBatch(batch: JsMsg[]): Promise<void> {
     const attempts = new Map<string, AttemptResult>()
     const runs: RunRecord[] = []
     const baselines: BaselineRecord[] = []
-    const traces = new Map<string, StoredTrace>()
-    const judged: JudgeOutcome[] = []
-    const regrades: AttemptRegrade[] = []
-    const resolutions: ReviewResolution[] = []
-    const good: JsMsg[] = []
+    const now = Date.now()
+    const primary: JsMsg[] = []
+    const graded: { msg: JsMsg; add(): void }[] = []
     for (const msg of batch) {
       const parsed = parseMessage(msg)
       if (!parsed.ok) {
@@ -90,31 +142,46 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
         msg.term(parsed.error)
         continue
       }
-      if (parsed.kind === 'attempt') attempts.set(parsed.value.attempt_uid, parsed.value)
-      else if (parsed.kind === 'baseline') baselines.push(parsed.value)
-      else if (parsed.kind === 'trace') traces.set(parsed.value.attempt_uid, parsed.value)
-      else if (parsed.kind === 'judge') judged.push(parsed.value)
-      else if (parsed.kind === 'regrade') regrades.push(parsed.value)
-      else if (parsed.kind === 'review') resolutions.push(parsed.value)
-      else runs.push(parsed.value)
-      good.push(msg)
+      if (parsed.kind === 'attempt') {
+        const attempt = parsed.value
+        attempts.set(attempt.attempt_uid, attempt)
+        // an attempt with metrics or a judgement is acked with the grading rows
+        if (attempt.metrics !== undefined || attempt.judgement !== undefined) graded.push({ msg, add: () => grading.attempts.push(attempt) })
+        else primary.push(msg)
+      } else if (parsed.kind === 'baseline') {
+        baselines.push(parsed.value)
+        primary.push(msg)
+      } else if (parsed.kind === 'run') {
+        runs.push(parsed.value)
+        primary.push(msg)
+      } else {
+        const value = parsed
+        graded.push({
+          msg,
+          add: () => {
+            if (value.kind === 'trace') grading.traces.set(value.value.attempt_uid, value.value)
+            else if (value.kind === 'judge') grading.judged.push(value.value)
+            else if (value.kind === 'regrade') grading.regrades.push(value.value)
+            else grading.resolutions.push(value.value)
+          },
+        })
+      }
     }
     try {
-      const now = Date.now()
       await insertAttempts(store, [...attempts.values()], now)
       await insertRuns(store, runs)
       await insertBaselines(store, baselines)
-      await insertAttemptGrading(store, [...attempts.values()], now)
-      await insertStoredTraces(store, [...traces.values()], now)
-      await insertJudgeOutcomes(store, judged, now)
-      await insertRegrades(store, regrades, now)
-      await insertResolutions(store, resolutions)
     } catch (error) {
-      logger.error({ err: error, messages: good.length }, 'insert failed; messages will be redelivered')
-      for (const msg of good) msg.nak(1000)
+      logger.error({ err: error, messages: primary.length + graded.length }, 'insert failed; messages will be redelivered')
+      for (const msg of [...primary, ...graded.map((g) => g.msg)]) msg.nak(1000)
       return
     }
-    for (const msg of good) msg.ack()
+    for (const msg of primary) msg.ack()
+    if (graded.length > 0 && grading.msgs.length === 0) grading.since = now
+    for (const g of graded) {
+      g.add()
+      grading.msgs.push(g.msg)
+    }
     stats.inserted_attempts += attempts.size
     stats.inserted_runs += runs.length
     stats.batches++
@@ -134,6 +201,8 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
     async stop() {
       await messages.close()
       await loop.catch(() => undefined)
+      stopping = true
+      if (gradingTimer) clearTimeout(gradingTimer)
       await flush()
       querySub?.unsubscribe()
       pingSub.unsubscribe()
