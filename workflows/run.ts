@@ -3,10 +3,7 @@
  * (≤ shard_size attempts each) so no single history nears Temporal's limits. Workflows do no I/O
  * and hold no big payloads: results travel through NATS; activities return small summaries.
  */
-import { RetryState } from '@temporalio/common'
 import {
-  ActivityFailure,
-  ApplicationFailure,
   CancellationScope,
   continueAsNew,
   executeChild,
@@ -16,25 +13,18 @@ import {
 } from '@temporalio/workflow'
 import type { RunPlan } from '../core/contracts.js'
 import type { AttemptInput, AttemptSummary, RunActivities } from '../workers/activity-types.js'
-import { attemptActivityOptions, bookkeepingActivityOptions, NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
+import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'
 import { judgeScheduler } from './judging.js'
 import { SequentialRun } from './sequential.js'
+import { isNonRetryable, mergeTally, type RunTally } from './tally.js'
+
+export type { RunTally }
 
 export interface ShardInput {
   plan: RunPlan
   /** flattened attempt index range [start, end) over task_ids × attempts */
   start: number
   end: number
-}
-
-export interface RunTally {
-  /** attempts whose result was published, by outcome */
-  outcomes: Record<string, number>
-  /** attempts the infrastructure could not execute after every retry */
-  not_executed: number
-  /** runs with a judge: judge activities that completed, and those that failed after every retry */
-  judged?: number
-  judge_not_executed?: number
 }
 
 export interface RunWorkflowInput {
@@ -144,18 +134,4 @@ export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
   await Promise.all(Array.from({ length: Math.min(plan.max_in_flight, input.end - input.start) }, lane))
   await judging.drain()
   return tally
-}
-
-/** Temporal gave up at once: thrown non-retryable, or of a type the retry policy lists as such. */
-function isNonRetryable(error: Error): boolean {
-  if (error instanceof ActivityFailure && error.retryState === RetryState.NON_RETRYABLE_FAILURE) return true
-  const cause = (error as { cause?: unknown }).cause
-  return cause instanceof ApplicationFailure && (cause.nonRetryable === true || NON_RETRYABLE_ERROR_TYPES.includes(cause.type ?? ''))
-}
-
-function mergeTally(into: RunTally, from: RunTally): void {
-  for (const [outcome, n] of Object.entries(from.outcomes)) into.outcomes[outcome] = (into.outcomes[outcome] ?? 0) + n
-  into.not_executed += from.not_executed
-  if (from.judged !== undefined) into.judged = (into.judged ?? 0) + from.judged
-  if (from.judge_not_executed !== undefined) into.judge_not_executed = (into.judge_not_executed ?? 0) + from.judge_not_executed
 }

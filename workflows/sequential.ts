@@ -6,7 +6,6 @@
  * outcomes the activities returned.
  */
 import {
-  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   continueAsNew,
@@ -15,13 +14,13 @@ import {
   proxyActivities,
   workflowInfo,
 } from '@temporalio/workflow'
-import { RetryState } from '@temporalio/common'
 import type { RunPlan } from '../core/contracts.js'
 import { wilsonWidth } from '../core/stats.js'
 import type { AttemptInput, AttemptSummary, RunActivities } from '../workers/activity-types.js'
-import { attemptActivityOptions, bookkeepingActivityOptions, NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
+import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'
 import { judgeScheduler } from './judging.js'
-import type { RunTally, RunWorkflow, RunWorkflowInput, RunWorkflowResult } from './run.js'
+import type { RunWorkflow, RunWorkflowInput, RunWorkflowResult } from './run.js'
+import { isNonRetryable, mergeTally, type RunTally } from './tally.js'
 
 /** RunWorkflow's input on the sequential path: what it carries across continue-as-new. */
 export interface SequentialRunInput extends RunWorkflowInput {
@@ -170,19 +169,6 @@ export async function SequentialTaskWorkflow(input: SequentialTaskInput): Promis
   return { task_id: taskId, k, n, tally, stopped_early: false }
 }
 
-// the same rule as ShardWorkflow's: Temporal gave up at once on a configuration error
-function isNonRetryable(error: Error): boolean {
-  if (error instanceof ActivityFailure && error.retryState === RetryState.NON_RETRYABLE_FAILURE) return true
-  const cause = (error as { cause?: unknown }).cause
-  return cause instanceof ApplicationFailure && (cause.nonRetryable === true || NON_RETRYABLE_ERROR_TYPES.includes(cause.type ?? ''))
-}
-
-function mergeTally(into: RunTally, from: RunTally): void {
-  for (const [outcome, n] of Object.entries(from.outcomes)) into.outcomes[outcome] = (into.outcomes[outcome] ?? 0) + n
-  into.not_executed += from.not_executed
-  if (from.judged !== undefined) into.judged = (into.judged ?? 0) + from.judged
-  if (from.judge_not_executed !== undefined) into.judge_not_executed = (into.judge_not_executed ?? 0) + from.judge_not_executed
-}
 
 /** task order, not completion order: the stored record must not depend on timing */
 function inPlanOrder(plan: RunPlan, tasks: readonly string[]): string[] {
