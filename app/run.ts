@@ -33,6 +33,8 @@ import { getRunStats, type RunStats } from './stats.js'
 import { startWorkerPool } from './worker-pool.js'
 
 export interface RunOptions {
+  /** aborting it (Ctrl-C) cancels the run's workflow; the run is recorded as cancelled */
+  signal?: AbortSignal
   suite: string
   adapter: string
   attempts: number
@@ -271,13 +273,19 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
     })
     onEvent({ kind: 'started', run_id: runId, tasks: tasks.length, attempts: opts.attempts, total, workers: opts.workers, seed })
     let result: RunWorkflowResult
+    const cancel = () => void handle.cancel().catch(() => undefined)
+    if (opts.signal?.aborted) cancel()
+    opts.signal?.addEventListener('abort', cancel, { once: true })
     try {
       result = await handle.result()
     } catch (error) {
       if (error instanceof WorkflowFailedError) {
-        throw new RunFailedError(`run ${runId} failed: ${rootMessage(error)}`, { cause: error })
+        const cancelled = opts.signal?.aborted === true
+        throw new RunFailedError(cancelled ? `run ${runId} was cancelled; what finished is stored (forge stats --run-id ${runId})` : `run ${runId} failed: ${rootMessage(error)}`, { cause: error })
       }
       throw error
+    } finally {
+      opts.signal?.removeEventListener('abort', cancel)
     }
     const published = Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
     // a sequential run schedules fewer attempts than tasks × attempts when tasks stop early

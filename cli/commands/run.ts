@@ -117,10 +117,19 @@ export default class Run extends ForgeCommand {
       if (!quiet) printDryRun((line) => this.log(line), plan)
       return plan
     }
+    // Ctrl-C cancels the run's workflow instead of leaving it queued with no workers
+    const interrupt = new AbortController()
+    const onInterrupt = () => {
+      if (interrupt.signal.aborted) process.exit(130)
+      this.logToStderr('cancelling the run… (Ctrl-C again to quit at once)')
+      interrupt.abort()
+    }
+    process.on('SIGINT', onInterrupt)
     const report = await runSuite(
       resolveConfig(),
       {
         ...runExtras,
+        signal: interrupt.signal,
         suite: flags.suite,
         adapter: flags.adapter,
         attempts: flags.attempts,
@@ -136,7 +145,7 @@ export default class Run extends ForgeCommand {
       (event) => {
         if (!quiet) this.log(describe(event))
       },
-    )
+    ).finally(() => process.off('SIGINT', onInterrupt))
     if (!quiet) {
       this.log('')
       printRunStats((line) => this.log(line), report)

@@ -3,6 +3,7 @@
  * ingester → chDB, statistics read back from ClickHouse.
  */
 import { fork } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite, type RunEvent } from '../../app/run.js'
 import { openReader } from '../../app/store-access.js'
@@ -120,5 +121,26 @@ describe('forge run on the embedded stack', () => {
       { run: report.run_id },
     )
     expect(perTask.map((r) => Number(r.n))).toEqual([attempts, attempts, attempts, attempts, attempts])
+  })
+
+  it('cancels the run when its signal aborts (Ctrl-C), recording it as cancelled and keeping what finished', async () => {
+    const interrupt = new AbortController()
+    const attempt = runSuite(
+      stack.config,
+      { suite: 'smoke', adapter: 'mock', attempts: 200, workers: 1, concurrency: 5, seed: 'cancel', runId: 'cancel-me', adapterConfig: { delay_ms: 50 }, signal: interrupt.signal },
+      (event) => {
+        if (event.kind === 'task-done') interrupt.abort()
+      },
+    )
+    await expect(attempt).rejects.toThrow(/run cancel-me was cancelled/)
+    let status: string | undefined
+    for (let i = 0; i < 100 && status !== 'cancelled'; i++) {
+      await sleep(100)
+      status = (await sql<{ status: string }>("SELECT status FROM runs FINAL WHERE run_id = 'cancel-me'"))[0]?.status
+    }
+    expect(status).toBe('cancelled')
+    const [row] = await sql<{ n: string }>("SELECT count() AS n FROM attempts FINAL WHERE run_id = 'cancel-me'")
+    expect(Number(row!.n)).toBeGreaterThanOrEqual(200)
+    expect(Number(row!.n)).toBeLessThan(1000)
   })
 })
