@@ -382,6 +382,16 @@ export const Tier2Result = z.object({
 })
 export type Tier2Result = z.infer<typeof Tier2Result>
 
+/** The fields that locate one attempt; every per-attempt message and row starts with them. */
+export const AttemptKey = z.object({
+  attempt_uid: z.string(),
+  run_id: z.string(),
+  config_id: z.string(),
+  suite: z.string(),
+  task_id: z.string(),
+  attempt: z.number().int().nonnegative(),
+})
+
 /** What a person needs to review an attempt without opening anything else (tier 3). */
 export const ReviewPacket = z.object({
   attempt_uid: z.string(),
@@ -412,13 +422,7 @@ export type ReviewPacket = z.infer<typeof ReviewPacket>
  * Tier 2 and tier 3 of one attempt at one grading version. Revision 1 comes from the attempt
  * worker; revision 2 from the judge worker replaces it (tier 2 done, review decided again).
  */
-export const Judgement = z.object({
-  attempt_uid: z.string(),
-  run_id: z.string(),
-  config_id: z.string(),
-  suite: z.string(),
-  task_id: z.string(),
-  attempt: z.number().int().nonnegative(),
+export const Judgement = AttemptKey.extend({
   grading_version: z.number().int().positive().default(1),
   revision: z.number().int().positive(),
   tier0_failed: z.boolean(),
@@ -432,13 +436,7 @@ export const Judgement = z.object({
 export type Judgement = z.infer<typeof Judgement>
 
 /** The verdict and measurements of one attempt: what is published to NATS and stored as one row. */
-export const AttemptResult = z.object({
-  attempt_uid: z.string(),
-  run_id: z.string(),
-  config_id: z.string(),
-  suite: z.string(),
-  task_id: z.string(),
-  attempt: z.number().int().nonnegative(),
+export const AttemptResult = AttemptKey.extend({
   adapter: z.string(),
   outcome: Outcome,
   validity: Validity,
@@ -570,13 +568,7 @@ export function attemptUid(runId: string, configId: string, taskId: string, atte
  * `traces`) and readable by the judge worker by attempt_uid: tier 2, the judge metrics, review
  * packets and `forge regrade` work from it without running any agent again.
  */
-export const StoredTrace = z.object({
-  attempt_uid: z.string(),
-  run_id: z.string(),
-  config_id: z.string(),
-  suite: z.string(),
-  task_id: z.string(),
-  attempt: z.number().int().nonnegative(),
+export const StoredTrace = AttemptKey.extend({
   outcome: Outcome,
   validity: Validity,
   failure_bucket: FailureBucket.nullable(),
@@ -592,13 +584,7 @@ export const StoredTrace = z.object({
 export type StoredTrace = z.infer<typeof StoredTrace>
 
 /** What the judge worker publishes for one attempt: its judge metrics and the revised judgement. */
-export const JudgeOutcome = z.object({
-  attempt_uid: z.string(),
-  run_id: z.string(),
-  config_id: z.string(),
-  suite: z.string(),
-  task_id: z.string(),
-  attempt: z.number().int().nonnegative(),
+export const JudgeOutcome = AttemptKey.extend({
   grading_version: z.number().int().positive().default(1),
   metrics: z.array(MetricValue),
   judgement: Judgement.nullable(),
@@ -609,13 +595,7 @@ export type JudgeOutcome = z.infer<typeof JudgeOutcome>
  * One stored attempt graded again by `forge regrade` with the current graders, as a new grading
  * version: a new row of `attempt_grades`; the original attempt row is never rewritten.
  */
-export const AttemptRegrade = z.object({
-  attempt_uid: z.string(),
-  run_id: z.string(),
-  config_id: z.string(),
-  suite: z.string(),
-  task_id: z.string(),
-  attempt: z.number().int().nonnegative(),
+export const AttemptRegrade = AttemptKey.extend({
   grading_version: z.number().int().min(2),
   outcome: Outcome,
   validity: Validity,
