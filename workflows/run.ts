@@ -12,11 +12,11 @@ import {
   workflowInfo,
 } from '@temporalio/workflow'
 import type { RunPlan } from '../core/contracts.js'
-import type { AttemptInput, AttemptSummary, RunActivities } from '../workers/activity-types.js'
+import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'
 import { judgeScheduler } from './judging.js'
 import { SequentialRun } from './sequential.js'
-import { isNonRetryable, mergeTally, type RunTally } from './tally.js'
+import { attemptInputOf, isNonRetryable, mergeTally, type RunTally } from './tally.js'
 
 export type { RunTally }
 
@@ -105,19 +105,7 @@ export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
       const taskId = plan.task_ids[Math.floor(index / plan.attempts)]!
       const attempt = index % plan.attempts
       let summary: AttemptSummary
-      const attemptInput: AttemptInput = {
-        run_id: plan.run_id,
-        config_id: plan.config_id,
-        suite: plan.suite,
-        suite_path: plan.suite_path,
-        adapter: plan.adapter,
-        adapter_config: plan.adapter_config,
-        seed: plan.seed,
-        task_id: taskId,
-        attempt,
-        // only runs with a judge carry it: the input of runs without one stays as it was
-        ...(plan.judge !== undefined ? { judge: plan.judge } : {}),
-      }
+      const attemptInput = attemptInputOf(plan, taskId, attempt)
       try {
         summary = await runAttempt(attemptInput)
       } catch (error) {

@@ -16,11 +16,11 @@ import {
 } from '@temporalio/workflow'
 import type { RunPlan } from '../core/contracts.js'
 import { wilsonWidth } from '../core/stats.js'
-import type { AttemptInput, AttemptSummary, RunActivities } from '../workers/activity-types.js'
+import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'
 import { judgeScheduler } from './judging.js'
 import type { RunWorkflow, RunWorkflowInput, RunWorkflowResult } from './run.js'
-import { isNonRetryable, mergeTally, type RunTally } from './tally.js'
+import { attemptInputOf, isNonRetryable, mergeTally, type RunTally } from './tally.js'
 
 /** RunWorkflow's input on the sequential path: what it carries across continue-as-new. */
 export interface SequentialRunInput extends RunWorkflowInput {
@@ -134,18 +134,7 @@ export async function SequentialTaskWorkflow(input: SequentialTaskInput): Promis
       while (attempt < end) {
         const current = attempt++
         let summary: AttemptSummary
-        const attemptInput: AttemptInput = {
-          run_id: plan.run_id,
-          config_id: plan.config_id,
-          suite: plan.suite,
-          suite_path: plan.suite_path,
-          adapter: plan.adapter,
-          adapter_config: plan.adapter_config,
-          seed: plan.seed,
-          task_id: taskId,
-          attempt: current,
-          ...(plan.judge !== undefined ? { judge: plan.judge } : {}),
-        }
+        const attemptInput = attemptInputOf(plan, taskId, current)
         try {
           summary = await runAttempt(attemptInput)
         } catch (error) {

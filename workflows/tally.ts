@@ -1,6 +1,8 @@
 /** What a run, shard or task workflow counts, and the rules its lanes share. */
 import { RetryState } from '@temporalio/common'
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow'
+import type { RunPlan } from '../core/contracts.js'
+import type { AttemptInput } from '../workers/activity-types.js'
 import { NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
 
 export interface RunTally {
@@ -25,4 +27,20 @@ export function mergeTally(into: RunTally, from: RunTally): void {
   into.not_executed += from.not_executed
   if (from.judged !== undefined) into.judged = (into.judged ?? 0) + from.judged
   if (from.judge_not_executed !== undefined) into.judge_not_executed = (into.judge_not_executed ?? 0) + from.judge_not_executed
+}
+
+/** The input of one attempt activity; only runs with a judge carry it, so other inputs stay as they were. */
+export function attemptInputOf(plan: RunPlan, taskId: string, attempt: number): AttemptInput {
+  return {
+    run_id: plan.run_id,
+    config_id: plan.config_id,
+    suite: plan.suite,
+    suite_path: plan.suite_path,
+    adapter: plan.adapter,
+    adapter_config: plan.adapter_config,
+    seed: plan.seed,
+    task_id: taskId,
+    attempt,
+    ...(plan.judge !== undefined ? { judge: plan.judge } : {}),
+  }
 }

@@ -101,19 +101,20 @@ export default class Run extends ForgeCommand {
           }
         : {}),
     }
+    const options = {
+      suite: flags.suite,
+      adapter: flags.adapter,
+      attempts: flags.attempts,
+      workers: flags.workers,
+      concurrency: flags.concurrency,
+      ...(flags.seed ? { seed: flags.seed } : {}),
+      ...(flags.task ? { taskIds: flags.task } : {}),
+      ...(flags['run-id'] ? { runId: flags['run-id'] } : {}),
+      ...(adapterConfig ? { adapterConfig } : {}),
+      ...runExtras,
+    }
     if (flags['dry-run']) {
-      const plan = await dryRun(resolveConfig(), {
-        suite: flags.suite,
-        adapter: flags.adapter,
-        attempts: flags.attempts,
-        workers: flags.workers,
-        concurrency: flags.concurrency,
-        ...(flags.seed ? { seed: flags.seed } : {}),
-        ...(flags.task ? { taskIds: flags.task } : {}),
-        ...(flags['run-id'] ? { runId: flags['run-id'] } : {}),
-        ...(adapterConfig ? { adapterConfig } : {}),
-        ...runExtras,
-      })
+      const plan = await dryRun(resolveConfig(), options)
       if (!quiet) printDryRun((line) => this.log(line), plan)
       return plan
     }
@@ -128,17 +129,8 @@ export default class Run extends ForgeCommand {
     const report = await runSuite(
       resolveConfig(),
       {
-        ...runExtras,
+        ...options,
         signal: interrupt.signal,
-        suite: flags.suite,
-        adapter: flags.adapter,
-        attempts: flags.attempts,
-        workers: flags.workers,
-        concurrency: flags.concurrency,
-        ...(flags.seed ? { seed: flags.seed } : {}),
-        ...(flags.task ? { taskIds: flags.task } : {}),
-        ...(flags['run-id'] ? { runId: flags['run-id'] } : {}),
-        ...(adapterConfig ? { adapterConfig } : {}),
         ...(flags['max-in-flight'] ? { maxInFlight: flags['max-in-flight'] } : {}),
         ...(flags['heartbeat-timeout'] ? { heartbeatTimeoutMs: flags['heartbeat-timeout'] * 1000 } : {}),
       },
