@@ -6,7 +6,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { BaselineRecord, type RunRecord } from '../core/contracts.js'
+import { BaselineRecord, type RunRecord } from '../core/contracts/index.js'
 import { connectBus, jetstream, publishBaseline } from '../store/bus.js'
 import { busReader } from '../store/bus-reader.js'
 import { openClickHouse, type StoreReader } from '../store/clickhouse.js'

@@ -3,7 +3,7 @@
  * suite. Aggregates and tool sequences come from ClickHouse; the tests and flags from core/compare.
  */
 import { compareRuns, DEFAULT_THRESHOLDS, type CompareSide, type CompareThresholds, type Comparison } from '../core/compare.js'
-import type { BaselineRecord, RunRecord } from '../core/contracts.js'
+import type { BaselineRecord, RunRecord } from '../core/contracts/index.js'
 import { suiteFigures } from '../core/report.js'
 import type { StoreReader } from '../store/clickhouse.js'
 import { findBaseline, getRun, listRuns, runAggregates, toolSequences } from '../store/repositories.js'

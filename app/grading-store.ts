@@ -5,7 +5,7 @@
  * ever updated in place: regrades and resolutions are new rows.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { AttemptRegrade, ReviewResolution } from '../core/contracts.js'
+import type { AttemptRegrade, ReviewResolution } from '../core/contracts/index.js'
 import { connectBus, jetstream, publishRegrade, publishReviewResolution } from '../store/bus.js'
 import { busReader } from '../store/bus-reader.js'
 import { openClickHouse, type StoreReader } from '../store/clickhouse.js'

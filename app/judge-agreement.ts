@@ -5,7 +5,7 @@
  * passed) and the `correctness` judge metric (which never sees the graders or their expected values).
  */
 import { cohensKappa, TRUSTED_KAPPA, type Agreement, type AgreementPair } from '../core/agreement.js'
-import type { Grade } from '../core/contracts.js'
+import type { Grade } from '../core/contracts/index.js'
 import type { StoreReader } from '../store/clickhouse.js'
 import { agreementRows, latestGradingVersion } from '../store/grading-repositories.js'
 import { getRun } from '../store/repositories.js'

@@ -4,7 +4,7 @@
  * grades are new rows (attempt_grades, metrics, judgements); the original attempt rows stay as
  * they were. Attempts whose stored evidence cannot support the current graders are listed, not guessed.
  */
-import type { AttemptRegrade, StoredTrace, Tier2Result } from '../core/contracts.js'
+import type { AttemptRegrade, StoredTrace, Tier2Result } from '../core/contracts/index.js'
 import { envQueryKey, type EnvironmentView } from '../core/env-diff.js'
 import { envQueriesOf, fixtureRefsOf } from '../core/graders/index.js'
 import { planJudging } from '../core/judging.js'
@@ -17,8 +17,8 @@ import { countRegrades, getStoredTraces, latestGradingVersion, storedTraceSizes,
 import { countAttempts, getRun } from '../store/repositories.js'
 import type { ForgeConfig } from '../stack/config.js'
 import { ConfigError } from '../stack/errors.js'
-import { gradeTrace, withoutSelfReport } from '../workers/grade-trace.js'
-import { loadSuite } from '../workers/suite-loader.js'
+import { gradeTrace, withoutSelfReport } from '../engine/grade-trace.js'
+import { loadSuite } from '../engine/suite-loader.js'
 import { writeGradingRecords } from './grading-store.js'
 import { openReader } from './store-access.js'
 

@@ -4,7 +4,7 @@
  * row of `review_resolutions`; the original grade is never rewritten.
  */
 import { randomBytes } from 'node:crypto'
-import { FailureBucket, ReviewResolution, type Judgement, type MetricValue, type StoredTrace } from '../core/contracts.js'
+import { FailureBucket, ReviewResolution, type Judgement, type MetricValue, type StoredTrace } from '../core/contracts/index.js'
 import type { StoreReader } from '../store/clickhouse.js'
 import { attemptMetrics, getJudgement, getResolution, getStoredTrace, listResolutions, reviewQueue, type ReviewQueueEntry } from '../store/grading-repositories.js'
 import type { ForgeConfig } from '../stack/config.js'

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { JudgeSettings, RunPlan, type JudgeSettingsInput, type SequentialRule, type Task } from '../core/contracts.js'
+import { JudgeSettings, RunPlan, type JudgeSettingsInput, type SequentialRule, type Task } from '../core/contracts/index.js'
 import { isJudgeSpec } from '../core/graders/index.js'
 import { judgeStamps } from '../core/judging.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
@@ -21,12 +21,12 @@ import { countAttempts, getRun, observedUsage } from '../store/repositories.js'
 import type { ForgeConfig } from '../stack/config.js'
 import { ConfigError } from '../stack/errors.js'
 import { stackUp } from '../stack/local-stack.js'
-import { buildInvocationPayload } from '../workers/attempt-runner.js'
-import { PriceTableError } from '../workers/llm/errors.js'
-import { priceTableFor } from '../workers/llm/price-table.js'
-import { loadSuite } from '../workers/suite-loader.js'
-import { adapters } from '../workers/adapters/index.js'
-import { judgeTaskQueue } from '../workers/judge/queue.js'
+import { buildInvocationPayload } from '../engine/attempt-runner.js'
+import { PriceTableError } from '../engine/llm/errors.js'
+import { priceTableFor } from '../engine/llm/price-table.js'
+import { loadSuite } from '../engine/suite-loader.js'
+import { adapters } from '../engine/adapters/index.js'
+import { judgeTaskQueue } from '../engine/judge/queue.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
@@ -113,7 +113,7 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
   const suite = await loadSuite(opts.suite)
   const tasks = selectTasks(suite.tasks, opts.taskIds, suite.path)
   const adapterConfig = { ...(opts.adapterConfig ?? {}) }
-  // workers read the table from the adapter config (workers/llm/price-table.ts); absolute, so any worker finds it
+  // workers read the table from the adapter config (engine/llm/price-table.ts); absolute, so any worker finds it
   if (opts.priceTable !== undefined) adapterConfig['price_table'] = resolve(opts.priceTable)
   else if (typeof adapterConfig['price_table'] === 'string') adapterConfig['price_table'] = resolve(adapterConfig['price_table'])
   let priceTable: PriceTable

@@ -3,7 +3,7 @@
  * intervals, pass@k / pass^k, consistency and cost figures from core/report. Each suite stands apart.
  */
 import type { RunStamps } from '../core/compare.js'
-import type { RunRecord } from '../core/contracts.js'
+import type { RunRecord } from '../core/contracts/index.js'
 import { DEFAULT_KS, suiteFigures, type SuiteFigures, type TaskFigures } from '../core/report.js'
 import { suiteValidityRates, validityRates, type ValidityRates } from '../core/validity.js'
 import type { StoreReader } from '../store/clickhouse.js'

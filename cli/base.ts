@@ -1,7 +1,7 @@
 import { Command } from '@oclif/core'
 import { ConfigError, MissingBinaryError, StackStartError } from '../stack/errors.js'
 import { BusError, StoreError } from '../store/errors.js'
-import { SuiteLoadError } from '../workers/errors.js'
+import { SuiteLoadError } from '../engine/errors.js'
 
 /** Exit codes a script can branch on; `regression` is forge compare's "a regression was found". */
 export const EXIT = { failure: 1, badInput: 2, missingBinary: 3, stack: 4, store: 5, regression: 6 } as const

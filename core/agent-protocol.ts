@@ -13,7 +13,7 @@
  * (through the fallback output parser) is its answer.
  */
 import { z } from 'zod'
-import { InvocationPayload } from './contracts.js'
+import { InvocationPayload } from './contracts/index.js'
 
 export const AGENT_PROTOCOL_VERSION = 1
 

@@ -2,7 +2,7 @@
  * Token and cost estimates for `forge run --dry-run`, before any model is called. Observed usage
  * of earlier attempts beats the payload heuristic whenever there is some. Pure.
  */
-import type { InvocationPayload } from './contracts.js'
+import type { InvocationPayload } from './contracts/index.js'
 import { costOf, type PriceTable } from './pricing.js'
 
 export interface TokenUsageEstimate {

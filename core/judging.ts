@@ -2,7 +2,7 @@
  * What an attempt asks of the judge worker, decided in the attempt worker from tier 0 and the
  * deterministic metrics (deterministic checks first; the judge only where they allow it). Pure.
  */
-import type { Grade, JudgeSettings, MetricValue, Tier2Result } from './contracts.js'
+import type { Grade, JudgeSettings, MetricValue, Tier2Result } from './contracts/index.js'
 import { GOLDEN_DIVERGENCE_PROMPT_VERSION, tier2Status } from './judge/divergence.js'
 import { JUDGE_GRADER_PROMPT_VERSION } from './judge/grader-prompt.js'
 import { judgeDecoding } from './judge/protocol.js'

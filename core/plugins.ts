@@ -13,7 +13,7 @@ import type {
   SuiteManifest,
   Task,
   ToolSpec,
-} from './contracts.js'
+} from './contracts/index.js'
 import type { EnvQuery, EnvironmentView } from './env-diff.js'
 import type { JudgeGraderVerdict } from './graders/judge.js'
 import type { JudgeGraderReply } from './judge/grader-prompt.js'

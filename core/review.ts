@@ -3,7 +3,7 @@
  * pipeline cannot confidently localize (tier 0 failed and the task has no golden; or tier 2 was
  * low-confidence, found nothing, errored, or could not run). It never changes outcome or validity. Pure.
  */
-import type { AgentTrace, Grade, InvariantResult, Judgement, ReviewPacket, Tier2Result, Task } from './contracts.js'
+import type { AgentTrace, Grade, InvariantResult, Judgement, ReviewPacket, Tier2Result, Task } from './contracts/index.js'
 import type { Verdict } from './verdict.js'
 import { outputText } from './graders/output.js'
 import { clip, traceSteps } from './judge/render.js'

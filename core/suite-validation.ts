@@ -4,7 +4,7 @@
  * graders, goldens, fixtures) — so an author fixes them all in one pass. Pure: the loader does the I/O.
  */
 import type { z } from 'zod'
-import { SuiteManifest, Task } from './contracts.js'
+import { SuiteManifest, Task } from './contracts/index.js'
 import { fixtureRefsOf, validateGraderSpec } from './graders/index.js'
 
 /** One thing wrong with a suite: the file (relative to the suite directory), the field, what is wrong. */

@@ -4,7 +4,7 @@
  * config spelled out so editors can complete grader keys too.
  */
 import { z } from 'zod'
-import { Task } from './contracts.js'
+import { Task } from './contracts/index.js'
 import { graders } from './graders/index.js'
 
 // draft-07: the draft editors' YAML tooling supports most widely

@@ -2,7 +2,7 @@
  * The verdict of one attempt: outcome (the agent's), validity (the instrument's) and, for an
  * attempt that neither passed nor broke an invariant, exactly one failure bucket.
  */
-import type { AgentTrace, FailureBucket, Grade, InvariantResult, Outcome, Validity } from './contracts.js'
+import type { AgentTrace, FailureBucket, Grade, InvariantResult, Outcome, Validity } from './contracts/index.js'
 import { outputText } from './graders/output.js'
 
 export interface VerdictInput {

@@ -6,7 +6,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { nanos } from '@nats-io/nats-core'
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream'
-import type { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts.js'
+import type { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
 import { BusError } from './errors.js'
 
 export const RESULTS_STREAM = 'FORGE_RESULTS'

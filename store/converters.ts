@@ -1,5 +1,5 @@
 /** Pure row↔domain converters for the ClickHouse tables. */
-import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts.js'
+import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts/index.js'
 
 /** ClickHouse DateTime64(3) text for an epoch-millisecond instant (UTC). */
 export function toChDateTime(ms: number): string {

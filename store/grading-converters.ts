@@ -1,5 +1,5 @@
 /** Pure row↔domain converters for the grading tables (traces, metrics, judgements, attempt_grades, review_resolutions). */
-import type { AttemptRegrade, Judgement, MetricValue, ReviewPacket, ReviewResolution, StoredTrace, Tier2Result } from '../core/contracts.js'
+import type { AttemptRegrade, Judgement, MetricValue, ReviewPacket, ReviewResolution, StoredTrace, Tier2Result } from '../core/contracts/index.js'
 import { fromChDateTime, toChDateTime } from './converters.js'
 
 /** The attempt a row belongs to. */

@@ -3,7 +3,7 @@
  * (regrades) and review_resolutions. Every read uses FINAL; rows are never updated in place.
  */
 import type { ClickHouseClient } from '@clickhouse/client'
-import { AttemptResult, StoredTrace, type AttemptRegrade, type Grade, type Judgement, type JudgeOutcome, type ReviewResolution, type Tier2Result } from '../core/contracts.js'
+import { AttemptResult, StoredTrace, type AttemptRegrade, type Grade, type Judgement, type JudgeOutcome, type ReviewResolution, type Tier2Result } from '../core/contracts/index.js'
 import type { StoreReader } from './clickhouse.js'
 import {
   judgementToRow,

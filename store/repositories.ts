@@ -1,7 +1,7 @@
 /** One place per table for writes and the read queries the product needs; all reads use FINAL. */
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { ToolSequenceCount } from '../core/compare.js'
-import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts.js'
+import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts/index.js'
 import { LATENCY_QUANTILES, type AttemptMeasurement, type SuiteAggregate, type TaskAggregate } from '../core/report.js'
 import type { StoreReader } from './clickhouse.js'
 import { attemptToRow, baselineToRow, rowToBaseline, rowToRun, runToRow, toolCallsToRows, type BaselineRow, type RunRow } from './converters.js'

@@ -1,5 +1,5 @@
 /** The activity surface as types only: workflows import this file and nothing else of workers/. */
-import type { JudgeSettings, RunPlan } from '../core/contracts.js'
+import type { JudgeSettings, RunPlan } from '../core/contracts/index.js'
 
 export interface AttemptInput {
   run_id: string

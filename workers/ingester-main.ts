@@ -3,7 +3,7 @@ import { connectBus, ensureResultsStream } from '../store/bus.js'
 import { openClickHouse, type StoreLocation } from '../store/clickhouse.js'
 import { migrate } from '../store/migrations.js'
 import { startIngester } from './ingester.js'
-import { createLogger } from './logger.js'
+import { createLogger } from '../engine/logger.js'
 
 export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const logger = createLogger('ingester')

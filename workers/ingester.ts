@@ -6,12 +6,12 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { jetstream, type JsMsg } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts.js'
+import { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
 import { queryRows } from '../store/clickhouse.js'
 import { encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
 import { insertAttempts, insertBaselines, insertRuns } from '../store/repositories.js'
 import { insertAttemptGrading, insertJudgeOutcomes, insertRegrades, insertResolutions, insertStoredTraces } from '../store/grading-repositories.js'
-import type { Logger } from './logger.js'
+import type { Logger } from '../engine/logger.js'
 
 export interface IngesterOptions {
   nc: NatsConnection

@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url'
 import { connectBus, jetstream } from '../store/bus.js'
 import { createActivities } from './activities.js'
 import { createJudgeActivities } from './judge/activities.js'
-import { judgeTaskQueue } from './judge/queue.js'
-import { createLogger } from './logger.js'
+import { judgeTaskQueue } from '../engine/judge/queue.js'
+import { createLogger } from '../engine/logger.js'
 
 export interface WorkerOptions {
   temporalAddress: string

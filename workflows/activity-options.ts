@@ -1,5 +1,5 @@
 import type { ActivityOptions } from '@temporalio/workflow'
-import type { RunPlan } from '../core/contracts.js'
+import type { RunPlan } from '../core/contracts/index.js'
 
 /** Errors that no retry can fix: they fail the activity at once. */
 export const NON_RETRYABLE_ERROR_TYPES = ['SuiteLoadError', 'UnknownAdapterError', 'UnknownTaskError', 'ConfigError']

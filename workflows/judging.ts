@@ -5,7 +5,7 @@
  * Judge activities do not hold up the attempt lanes; a shard waits for them before it returns.
  */
 import { isCancellation, proxyActivities, type ActivityOptions } from '@temporalio/workflow'
-import type { JudgeSettings, RunPlan } from '../core/contracts.js'
+import type { JudgeSettings, RunPlan } from '../core/contracts/index.js'
 import type { AttemptInput, AttemptSummary, JudgeActivities } from '../workers/activity-types.js'
 import { NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
 import type { RunTally } from './run.js'

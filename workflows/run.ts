@@ -11,7 +11,7 @@ import {
   proxyActivities,
   workflowInfo,
 } from '@temporalio/workflow'
-import type { RunPlan } from '../core/contracts.js'
+import type { RunPlan } from '../core/contracts/index.js'
 import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'
 import { judgeScheduler } from './judging.js'

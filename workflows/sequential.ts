@@ -14,7 +14,7 @@ import {
   proxyActivities,
   workflowInfo,
 } from '@temporalio/workflow'
-import type { RunPlan } from '../core/contracts.js'
+import type { RunPlan } from '../core/contracts/index.js'
 import { wilsonWidth } from '../core/stats.js'
 import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'

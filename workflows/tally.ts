@@ -1,7 +1,7 @@
 /** What a run, shard or task workflow counts, and the rules its lanes share. */
 import { RetryState } from '@temporalio/common'
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow'
-import type { RunPlan } from '../core/contracts.js'
+import type { RunPlan } from '../core/contracts/index.js'
 import type { AttemptInput } from '../workers/activity-types.js'
 import { NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
 

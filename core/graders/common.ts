@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import type { Grade } from '../contracts.js'
+import type { Grade } from '../contracts/index.js'
 
 /** Keys every grader config accepts: `name` labels the grade (default: the grader type). */
 export const baseConfigShape = {

@@ -3,7 +3,7 @@
  * `type`; the rest of the entry is that grader's config, checked by its strict zod schema.
  */
 import { z } from 'zod'
-import type { AgentTrace, Grade, GraderSpec } from '../contracts.js'
+import type { AgentTrace, Grade, GraderSpec } from '../contracts/index.js'
 import type { JudgeGraderReply } from '../judge/grader-prompt.js'
 import type { JudgeRequest } from '../judge/protocol.js'
 import { envQueryKey, type EnvQuery } from '../env-diff.js'

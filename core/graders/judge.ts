@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import type { JudgeStamp } from '../contracts.js'
+import type { JudgeStamp } from '../contracts/index.js'
 import { canonicalJson } from '../env-diff.js'
 import { JUDGE_GRADER_PROMPT_VERSION, judgeGraderRequest } from '../judge/grader-prompt.js'
 import type { GraderDefinition } from '../plugins.js'

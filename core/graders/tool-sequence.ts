@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import type { AgentTrace } from '../contracts.js'
+import type { AgentTrace } from '../contracts/index.js'
 import type { GraderDefinition } from '../plugins.js'
 import { baseConfigShape, type GradeBody } from './common.js'
 

@@ -5,7 +5,7 @@
  * not affect correctness; divergence is not failure. It localizes; it never changes the outcome. Pure.
  */
 import { z } from 'zod'
-import type { AgentTrace, Grade, JudgeStamp, Tier2Result } from '../contracts.js'
+import type { AgentTrace, Grade, JudgeStamp, Tier2Result } from '../contracts/index.js'
 import { parseStrict, type JudgeCallOutcome, type JudgeRequest, type ParseResult } from './protocol.js'
 import { clip, renderInput, renderSteps, traceSteps } from './render.js'
 

@@ -1,6 +1,6 @@
 /** The tier-0 `judge` grader's question to a judge model and the strict parser of its answer. Pure. */
 import { z } from 'zod'
-import type { AgentTrace } from '../contracts.js'
+import type { AgentTrace } from '../contracts/index.js'
 import { outputText } from '../graders/output.js'
 import { parseStrict, type JudgeRequest } from './protocol.js'
 import { clip, renderInput, renderSteps, traceSteps } from './render.js'

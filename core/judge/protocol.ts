@@ -1,10 +1,10 @@
 /**
  * How Forge talks to a judge model, as pure data: a request (messages, the JSON Schema of the only
- * acceptable reply, a prompt version) and a strict parser of the reply. The worker (workers/judge)
+ * acceptable reply, a prompt version) and a strict parser of the reply. The worker (engine/judge)
  * sends requests and retries a malformed reply once; nothing here does I/O.
  */
 import { z } from 'zod'
-import type { JudgeSettings, JudgeStamp } from '../contracts.js'
+import type { JudgeSettings, JudgeStamp } from '../contracts/index.js'
 
 export interface JudgeMessage {
   role: 'system' | 'user' | 'assistant'

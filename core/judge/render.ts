@@ -2,7 +2,7 @@
  * A trace as numbered steps for a judge or a reviewer: each tool call (name, arguments, result or
  * error) in call order, then the final answer. The agent's self-report is never part of it. Pure.
  */
-import type { AgentTrace, ToolCall } from '../contracts.js'
+import type { AgentTrace, ToolCall } from '../contracts/index.js'
 import { outputText } from '../graders/output.js'
 
 export interface RenderOptions {

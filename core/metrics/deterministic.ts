@@ -3,7 +3,7 @@
  * checks. Pure functions of the trace and the tier-0/1 results; a rate whose denominator is zero is
  * not applicable (null), never 0.
  */
-import type { AgentTrace, ToolCall } from '../contracts.js'
+import type { AgentTrace, ToolCall } from '../contracts/index.js'
 import { outputText } from '../graders/output.js'
 import type { DeterministicMetric, MetricReading } from './types.js'
 

@@ -4,7 +4,7 @@
  * version. Deterministic metrics run on every attempt in the attempt worker; judge metrics run in
  * the judge worker, by default only for attempts whose gating deterministic metrics passed. Pure.
  */
-import type { MetricValue } from '../contracts.js'
+import type { MetricValue } from '../contracts/index.js'
 import { deterministicMetrics } from './deterministic.js'
 import { judgeMetrics } from './judge.js'
 import type { JudgeMetric, MetricDefinition, MetricInput } from './types.js'

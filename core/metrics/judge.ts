@@ -5,7 +5,7 @@
  * programmatic graders (forge judge-agreement). Pure.
  */
 import { z } from 'zod'
-import type { AgentTrace, JudgeStamp, MetricValue } from '../contracts.js'
+import type { AgentTrace, JudgeStamp, MetricValue } from '../contracts/index.js'
 import { parseStrict, type JudgeCallOutcome, type JudgeRequest } from '../judge/protocol.js'
 import { clip, renderInput, renderSteps, traceSteps } from '../judge/render.js'
 import type { JudgeMetric } from './types.js'

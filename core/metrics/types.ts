@@ -1,5 +1,5 @@
 /** The shape of a metric in the registry (core/metrics). */
-import type { AgentTrace, Grade, InvariantResult, Task } from '../contracts.js'
+import type { AgentTrace, Grade, InvariantResult, Task } from '../contracts/index.js'
 
 export type MetricCategory = 'tool_usage' | 'budget' | 'output_format' | 'security' | 'state' | 'quality'
 

@@ -4,7 +4,7 @@
  * attempt, successes included. Each is a Never-rule: broken, the outcome is `violation`.
  */
 
-/** @typedef {import('../../core/contracts.js').AgentTrace} AgentTrace */
+/** @typedef {import('../../core/contracts/index.js').AgentTrace} AgentTrace */
 /** @typedef {import('../../core/plugins.js').InvariantFn} InvariantFn */
 /** @typedef {import('../../core/env-diff.js').EnvChange} EnvChange */
 

@@ -2,7 +2,7 @@
  * Tier-1 invariants of the smoke suite: pure functions of the trace, checked on every attempt.
  */
 
-/** @typedef {import('../../core/contracts.js').AgentTrace} AgentTrace */
+/** @typedef {import('../../core/contracts/index.js').AgentTrace} AgentTrace */
 /** @typedef {import('../../core/plugins.js').InvariantFn} InvariantFn */
 
 const MAX_TOOL_CALLS = 6

@@ -10,8 +10,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { livingGroupMembers } from '../../workers/process-group.js'
-import { subprocessAdapter } from '../../workers/adapters/subprocess.js'
+import { livingGroupMembers } from '../../engine/process-group.js'
+import { subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { agentPath, alive, attempt, toolSuite } from './helpers.js'
 
 const node = (file: string, extra: Record<string, unknown> = {}) => ({ command: ['node', agentPath(file)], ...extra })

@@ -1,7 +1,7 @@
 /** The per-attempt HTTP tool endpoint: token, routes, recording through the tool box. */
 import { afterEach, describe, expect, it } from 'vitest'
-import { createToolBox, type RecordingToolBox } from '../../workers/tool-proxy.js'
-import { startToolEndpoint, type ToolEndpoint } from '../../workers/tools/endpoint.js'
+import { createToolBox, type RecordingToolBox } from '../../engine/tool-proxy.js'
+import { startToolEndpoint, type ToolEndpoint } from '../../engine/tools/endpoint.js'
 import { toolSuite } from './helpers.js'
 
 let endpoint: ToolEndpoint | undefined

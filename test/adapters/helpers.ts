@@ -2,9 +2,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Task } from '../../core/contracts.js'
+import type { Task } from '../../core/contracts/index.js'
 import type { AgentAdapter, LoadedSuite } from '../../core/plugins.js'
-import { runAttempt, type AttemptExecution } from '../../workers/attempt-runner.js'
+import { runAttempt, type AttemptExecution } from '../../engine/attempt-runner.js'
 import { fakeSuite, fakeTask, fakeTool } from '../unit/fake-suite.js'
 
 export const agentsDir = fileURLToPath(new URL('./agents/', import.meta.url))

@@ -1,6 +1,6 @@
 /** The http adapter against a fake agent service: reset, invoke, degraded isolation, timeouts, scope. */
 import { afterEach, describe, expect, it } from 'vitest'
-import { httpAdapter, responseOutput, serviceUrl } from '../../workers/adapters/http.js'
+import { httpAdapter, responseOutput, serviceUrl } from '../../engine/adapters/http.js'
 import { attempt, toolSuite } from './helpers.js'
 import { callTool, json, startService, type FakeService, type Handler } from './service.js'
 

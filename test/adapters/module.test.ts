@@ -1,7 +1,7 @@
 /** The module adapter: a fresh agent per attempt, exports and factories, errors that name the module. */
 import { describe, expect, it } from 'vitest'
-import { moduleAdapter } from '../../workers/adapters/module.js'
-import { loadSuite } from '../../workers/suite-loader.js'
+import { moduleAdapter } from '../../engine/adapters/module.js'
+import { loadSuite } from '../../engine/suite-loader.js'
 import { agentPath, attempt, toolSuite } from './helpers.js'
 
 const smoke = await loadSuite('smoke')

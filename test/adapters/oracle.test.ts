@@ -1,10 +1,10 @@
 /** The oracle adapter: golden traces replayed through the real tool proxy; goldens reach no one else. */
 import { describe, expect, it } from 'vitest'
-import { AgentTrace } from '../../core/contracts.js'
+import { AgentTrace } from '../../core/contracts/index.js'
 import type { AdapterContext, AgentAdapter } from '../../core/plugins.js'
-import { getAdapter } from '../../workers/adapters/index.js'
-import { oracleAdapter } from '../../workers/adapters/oracle.js'
-import { loadSuite } from '../../workers/suite-loader.js'
+import { getAdapter } from '../../engine/adapters/index.js'
+import { oracleAdapter } from '../../engine/adapters/oracle.js'
+import { loadSuite } from '../../engine/suite-loader.js'
 import { fakeSuite, fakeTask, fakeTool } from '../unit/fake-suite.js'
 import { attempt } from './helpers.js'
 

@@ -1,8 +1,8 @@
 /** The subprocess adapter against real agent processes: protocol, output, environment, crashes. */
 import { afterAll, describe, expect, it } from 'vitest'
-import { runAttempt } from '../../workers/attempt-runner.js'
-import { agentEnvironment, resolveCommand, subprocessAdapter } from '../../workers/adapters/subprocess.js'
-import { loadSuite } from '../../workers/suite-loader.js'
+import { runAttempt } from '../../engine/attempt-runner.js'
+import { agentEnvironment, resolveCommand, subprocessAdapter } from '../../engine/adapters/subprocess.js'
+import { loadSuite } from '../../engine/suite-loader.js'
 import { removeTempSuites } from '../suites/temp-suite.js'
 import { agentPath, attempt, toolSuite } from './helpers.js'
 

@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { getLlama, LlamaChat, LlamaLogLevel, type ChatHistoryItem } from 'node-llama-cpp'
-import { packageRoot } from '../../workers/suite-loader.js'
+import { packageRoot } from '../../engine/suite-loader.js'
 
 export const SMOLLM2_FILE = 'SmolLM2-135M-Instruct.Q4_1.gguf'
 

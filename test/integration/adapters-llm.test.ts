@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
 import { openReader } from '../../app/store-access.js'
-import { loadPriceTable } from '../../workers/llm/price-table.js'
+import { loadPriceTable } from '../../engine/llm/price-table.js'
 import { naiveSolver, startScriptedOpenAI, type ScriptedOpenAI } from '../fakes/scripted-openai.js'
 import { forgeAsync, startTestStack, type TestStack } from '../helpers/stack.js'
 

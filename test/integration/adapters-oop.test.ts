@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite, type RunReport } from '../../app/run.js'
 import { openReader } from '../../app/store-access.js'
 import { packageRoot } from '../../stack/paths.js'
-import { livingGroupMembers } from '../../workers/process-group.js'
+import { livingGroupMembers } from '../../engine/process-group.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
 
@@ -127,10 +127,10 @@ describe('out-of-process adapters on the embedded stack', () => {
   })
 
   it('a worker process that exits mid-attempt takes its agents\' process groups with it', async () => {
-    // the exit hook of workers/process-group.ts, in a real process: track a detached group, exit
+    // the exit hook of engine/process-group.ts, in a real process: track a detached group, exit
     const script = `
       import { spawn } from 'node:child_process'
-      import { trackProcessGroup } from ${JSON.stringify(`${root}/dist/workers/process-group.js`)}
+      import { trackProcessGroup } from ${JSON.stringify(`${root}/dist/engine/process-group.js`)}
       const agent = spawn('sh', ['-c', 'sleep 1000 & sleep 1000'], { detached: true, stdio: 'ignore' })
       trackProcessGroup(agent.pid)
       setTimeout(() => { console.log(agent.pid); process.exit(0) }, 200)

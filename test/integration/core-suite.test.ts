@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
 import { openReader } from '../../app/store-access.js'
-import type { AgentTrace } from '../../core/contracts.js'
+import type { AgentTrace } from '../../core/contracts/index.js'
 import type { LoadedSuite } from '../../core/plugins.js'
-import { loadSuite } from '../../workers/suite-loader.js'
+import { loadSuite } from '../../engine/suite-loader.js'
 import { startScriptedOpenAI, type ChatRequest, type ScriptedOpenAI, type ScriptedReply } from '../fakes/scripted-openai.js'
 import { startTestStack, type TestStack } from '../helpers/stack.js'
 

@@ -1,11 +1,11 @@
 /** The results path alone: JetStream → ingester → chDB, with duplicates and malformed messages. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { AttemptResult } from '../../core/contracts.js'
+import type { AttemptResult } from '../../core/contracts/index.js'
 import { openReader } from '../../app/store-access.js'
 import { connectBus, encodeJson, jetstream, publishAttemptResult, subjects, type NatsConnection } from '../../store/bus.js'
 import { createActivities } from '../../workers/activities.js'
-import { createLogger } from '../../workers/logger.js'
+import { createLogger } from '../../engine/logger.js'
 import { packageRoot } from '../../stack/paths.js'
 import { join } from 'node:path'
 import { startTestStack, type TestStack } from '../helpers/stack.js'

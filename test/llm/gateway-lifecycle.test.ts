@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import type { AgentAdapter, LlmEndpoint } from '../../core/plugins.js'
-import { runAttempt } from '../../workers/attempt-runner.js'
+import { runAttempt } from '../../engine/attempt-runner.js'
 import { fakeSuite, fakeTask } from '../unit/fake-suite.js'
 
 function options(adapter: AgentAdapter, task = fakeTask()) {

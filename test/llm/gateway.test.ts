@@ -2,8 +2,8 @@
 import OpenAI from 'openai'
 import { afterEach, describe, expect, it } from 'vitest'
 import { PriceTable } from '../../core/pricing.js'
-import { decodingOf, resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewayOptions } from '../../workers/llm/gateway.js'
-import { LlmConfigError } from '../../workers/llm/errors.js'
+import { decodingOf, resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewayOptions } from '../../engine/llm/gateway.js'
+import { LlmConfigError } from '../../engine/llm/errors.js'
 import { startScriptedOpenAI, type Script, type ScriptedOpenAI } from '../fakes/scripted-openai.js'
 
 const prices = PriceTable.parse({

@@ -5,12 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AgentAdapter, LoadedSuite } from '../../core/plugins.js'
-import { langgraphAdapter } from '../../workers/adapters/langgraph.js'
-import { pydanticAiAdapter } from '../../workers/adapters/pydantic-ai.js'
-import { reactAdapter } from '../../workers/adapters/react.js'
-import { singleShotAdapter } from '../../workers/adapters/single-shot.js'
-import { runAttempt } from '../../workers/attempt-runner.js'
-import { loadSuite } from '../../workers/suite-loader.js'
+import { langgraphAdapter } from '../../engine/adapters/langgraph.js'
+import { pydanticAiAdapter } from '../../engine/adapters/pydantic-ai.js'
+import { reactAdapter } from '../../engine/adapters/react.js'
+import { singleShotAdapter } from '../../engine/adapters/single-shot.js'
+import { runAttempt } from '../../engine/attempt-runner.js'
+import { loadSuite } from '../../engine/suite-loader.js'
 import { startScriptedOpenAI, type ScriptedOpenAI } from '../fakes/scripted-openai.js'
 
 let suite: LoadedSuite

@@ -4,11 +4,11 @@
  * grader inside an attempt (deterministic graders first); the self-report never graded.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { AgentTrace, JudgeSettings, StoredTrace, type AttemptResult } from '../../core/contracts.js'
+import { AgentTrace, JudgeSettings, StoredTrace, type AttemptResult } from '../../core/contracts/index.js'
 import { divergenceRequest } from '../../core/judge/divergence.js'
 import type { AgentAdapter } from '../../core/plugins.js'
-import { runAttempt } from '../../workers/attempt-runner.js'
-import { askJudge, resolveJudgeEndpoint } from '../../workers/judge/client.js'
+import { runAttempt } from '../../engine/attempt-runner.js'
+import { askJudge, resolveJudgeEndpoint } from '../../engine/judge/client.js'
 import { judgeStoredAttempt } from '../../workers/judge/activities.js'
 import { startScriptedOpenAI, type ChatRequest, type ScriptedOpenAI, type ScriptedReply } from '../fakes/scripted-openai.js'
 import { fakeSuite, fakeTask } from '../unit/fake-suite.js'

@@ -3,10 +3,10 @@
  * OpenAI-compatible server: a fresh graph per attempt, tools through the proxy, usage measured.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Task } from '../../core/contracts.js'
+import type { Task } from '../../core/contracts/index.js'
 import { PriceTable } from '../../core/pricing.js'
-import { langgraphAdapter } from '../../workers/adapters/langgraph.js'
-import { runAttempt } from '../../workers/attempt-runner.js'
+import { langgraphAdapter } from '../../engine/adapters/langgraph.js'
+import { runAttempt } from '../../engine/attempt-runner.js'
 import { startScriptedOpenAI, type Script, type ScriptedOpenAI } from '../fakes/scripted-openai.js'
 import { fakeSuite, fakeTask } from '../unit/fake-suite.js'
 

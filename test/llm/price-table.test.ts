@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { costOf } from '../../core/pricing.js'
-import { PriceTableError } from '../../workers/llm/errors.js'
-import { loadPriceTable, priceTableFor } from '../../workers/llm/price-table.js'
+import { PriceTableError } from '../../engine/llm/errors.js'
+import { loadPriceTable, priceTableFor } from '../../engine/llm/price-table.js'
 
 const dir = mkdtempSync(path.join(tmpdir(), 'forge-prices-'))
 function file(name: string, text: string): string {

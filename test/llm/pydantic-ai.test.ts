@@ -4,10 +4,10 @@
  * the JSON-lines protocol through the tool proxy.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Task } from '../../core/contracts.js'
+import type { Task } from '../../core/contracts/index.js'
 import { PriceTable } from '../../core/pricing.js'
-import { pydanticAiAdapter } from '../../workers/adapters/pydantic-ai.js'
-import { runAttempt } from '../../workers/attempt-runner.js'
+import { pydanticAiAdapter } from '../../engine/adapters/pydantic-ai.js'
+import { runAttempt } from '../../engine/attempt-runner.js'
 import { startScriptedOpenAI, type Script, type ScriptedOpenAI } from '../fakes/scripted-openai.js'
 import { fakeSuite, fakeTask } from '../unit/fake-suite.js'
 

@@ -3,12 +3,12 @@
  * scripted OpenAI-compatible server: exact requests, tool calls, spans, usage, decoding and cost.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Task } from '../../core/contracts.js'
+import type { Task } from '../../core/contracts/index.js'
 import type { AgentAdapter, LoadedSuite } from '../../core/plugins.js'
 import { PriceTable } from '../../core/pricing.js'
-import { reactAdapter } from '../../workers/adapters/react.js'
-import { singleShotAdapter } from '../../workers/adapters/single-shot.js'
-import { runAttempt } from '../../workers/attempt-runner.js'
+import { reactAdapter } from '../../engine/adapters/react.js'
+import { singleShotAdapter } from '../../engine/adapters/single-shot.js'
+import { runAttempt } from '../../engine/attempt-runner.js'
 import { startScriptedOpenAI, type Script, type ScriptedOpenAI } from '../fakes/scripted-openai.js'
 import { fakeSuite, fakeTask } from '../unit/fake-suite.js'
 

@@ -4,13 +4,13 @@
  * Its answers are poor; this asserts the structure of what was recorded, not a score.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FAILURE_BUCKETS, Outcome } from '../../core/contracts.js'
+import { FAILURE_BUCKETS, Outcome } from '../../core/contracts/index.js'
 import type { LoadedSuite } from '../../core/plugins.js'
 import type { PriceTable } from '../../core/pricing.js'
-import { reactAdapter } from '../../workers/adapters/react.js'
-import { runAttempt } from '../../workers/attempt-runner.js'
-import { loadPriceTable } from '../../workers/llm/price-table.js'
-import { loadSuite } from '../../workers/suite-loader.js'
+import { reactAdapter } from '../../engine/adapters/react.js'
+import { runAttempt } from '../../engine/attempt-runner.js'
+import { loadPriceTable } from '../../engine/llm/price-table.js'
+import { loadSuite } from '../../engine/suite-loader.js'
 import { startLlamaServer, type LlamaServer } from '../fakes/llama-server.js'
 
 let server: LlamaServer

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import type { InvocationPayload } from '../../core/contracts.js'
+import type { InvocationPayload } from '../../core/contracts/index.js'
 import type { AdapterContext, AgentAdapter, LoadedSuite } from '../../core/plugins.js'
-import { getAdapter } from '../../workers/adapters/index.js'
-import { executeAttempt } from '../../workers/attempt-runner.js'
-import { loadSuite } from '../../workers/suite-loader.js'
+import { getAdapter } from '../../engine/adapters/index.js'
+import { executeAttempt } from '../../engine/attempt-runner.js'
+import { loadSuite } from '../../engine/suite-loader.js'
 
 const smoke = await loadSuite('smoke')
 const toyMath = await loadSuite('toy_math')

@@ -3,7 +3,7 @@
  * the plausible wrong way the task plants — the stale backup, the example config, last year's
  * prices, the translator instead of the author — through the real tools. Each must fail.
  */
-import type { AgentTrace } from '../../core/contracts.js'
+import type { AgentTrace } from '../../core/contracts/index.js'
 import type { AdapterContext, AgentAdapter } from '../../core/plugins.js'
 
 type Tools = { call(name: string, args: Record<string, unknown>): Promise<any> }

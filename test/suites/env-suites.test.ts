@@ -5,12 +5,12 @@
  * different answers, and the mock agent runs every task without a harness error.
  */
 import { afterAll, describe, expect, it } from 'vitest'
-import type { AgentTrace, AttemptResult, Task } from '../../core/contracts.js'
+import type { AgentTrace, AttemptResult, Task } from '../../core/contracts/index.js'
 import type { AdapterContext, AgentAdapter, LoadedSuite } from '../../core/plugins.js'
-import { getAdapter } from '../../workers/adapters/index.js'
-import { runAttempt } from '../../workers/attempt-runner.js'
-import { EnvironmentPool } from '../../workers/env/pool.js'
-import { loadSuite } from '../../workers/suite-loader.js'
+import { getAdapter } from '../../engine/adapters/index.js'
+import { runAttempt } from '../../engine/attempt-runner.js'
+import { EnvironmentPool } from '../../engine/env/pool.js'
+import { loadSuite } from '../../engine/suite-loader.js'
 import { DECOY_AGENTS } from './decoy-agents.js'
 
 const pool = new EnvironmentPool()

@@ -3,8 +3,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
-import { loadSuite, loadSuiteCached, packageRoot, resolveSuitePath } from '../../workers/suite-loader.js'
-import { SuiteLoadError } from '../../workers/errors.js'
+import { loadSuite, loadSuiteCached, packageRoot, resolveSuitePath } from '../../engine/suite-loader.js'
+import { SuiteLoadError } from '../../engine/errors.js'
 import { BASELINE, makeSuite, removeTempSuites } from './temp-suite.js'
 
 afterAll(removeTempSuites)

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import type { AttemptResult } from '../../core/contracts.js'
-import { getAdapter } from '../../workers/adapters/index.js'
-import { MOCK_FAILURE_MODES, chooseMockBehaviour, parseMockConfig } from '../../workers/adapters/mock.js'
-import { executeAttempt } from '../../workers/attempt-runner.js'
-import { loadSuite } from '../../workers/suite-loader.js'
+import type { AttemptResult } from '../../core/contracts/index.js'
+import { getAdapter } from '../../engine/adapters/index.js'
+import { MOCK_FAILURE_MODES, chooseMockBehaviour, parseMockConfig } from '../../engine/adapters/mock.js'
+import { executeAttempt } from '../../engine/attempt-runner.js'
+import { loadSuite } from '../../engine/suite-loader.js'
 
 const smoke = await loadSuite('smoke')
 const mock = getAdapter('mock')

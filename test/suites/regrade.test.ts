@@ -1,6 +1,6 @@
 /** Regrading one stored attempt with the current graders: no agent runs; what cannot be regraded is said, not guessed. */
 import { describe, expect, it } from 'vitest'
-import { AgentTrace, StoredTrace } from '../../core/contracts.js'
+import { AgentTrace, StoredTrace } from '../../core/contracts/index.js'
 import type { EnvironmentView } from '../../core/env-diff.js'
 import { regradeOne } from '../../app/regrade.js'
 import { fakeSuite, fakeTask } from '../unit/fake-suite.js'

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { AgentAdapter, InvariantFn, LoadedSuite } from '../../core/plugins.js'
-import type { Task } from '../../core/contracts.js'
-import { LIMITS, executeAttempt, runAttempt, truncateText } from '../../workers/attempt-runner.js'
+import type { Task } from '../../core/contracts/index.js'
+import { LIMITS, executeAttempt, runAttempt, truncateText } from '../../engine/attempt-runner.js'
 import { fakeSuite, fakeTask, fakeTool } from './fake-suite.js'
 
 function ticking(start = 1_700_000_000_000): () => number {

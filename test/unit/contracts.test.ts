@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { Task, attemptUid } from '../../core/contracts.js'
+import { Task, attemptUid } from '../../core/contracts/index.js'
 
 describe('Task', () => {
   it('accepts graders as an alias of outcome_graders', () => {

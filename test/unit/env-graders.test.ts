@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AgentTrace, Task, type GraderSpec } from '../../core/contracts.js'
+import { AgentTrace, Task, type GraderSpec } from '../../core/contracts/index.js'
 import { diffEnvState, envQueryKey, type EnvState, type EnvironmentView } from '../../core/env-diff.js'
 import { GraderConfigError, envQueriesOf, fixtureRefsOf, gradeAll, validateGraderSpec } from '../../core/graders/index.js'
 import { decideVerdict } from '../../core/verdict.js'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { InvocationPayload } from '../../core/contracts.js'
+import { InvocationPayload } from '../../core/contracts/index.js'
 import { estimateRunCost, heuristicUsage, OUTPUT_TOKENS_PER_TURN } from '../../core/estimate.js'
 import { PriceTable } from '../../core/pricing.js'
 

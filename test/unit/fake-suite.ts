@@ -1,5 +1,5 @@
 /** A small in-memory suite for unit tests of the worker side: no files, no imports. */
-import { Task, type AgentTrace } from '../../core/contracts.js'
+import { Task, type AgentTrace } from '../../core/contracts/index.js'
 import type { InvariantFn, LoadedSuite, ToolDefinition } from '../../core/plugins.js'
 
 export function fakeTool(name: string, run: ToolDefinition['run'], properties: Record<string, unknown> = { value: { type: 'string' } }): ToolDefinition {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { SuiteManifest } from '../../core/contracts.js'
+import { SuiteManifest } from '../../core/contracts/index.js'
 import { validateSuite } from '../../core/suite-validation.js'
 
 const manifest = SuiteManifest.parse({ name: 's' })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AgentTrace, Task, type AgentTraceInput, type GraderSpec, type ToolCall } from '../../core/contracts.js'
+import { AgentTrace, Task, type AgentTraceInput, type GraderSpec, type ToolCall } from '../../core/contracts/index.js'
 import { GraderConfigError, extractNumber, gradeAll, graders, outputText, selectOutput, validateGraderSpec } from '../../core/graders/index.js'
 import type { GradeContext } from '../../core/plugins.js'
 

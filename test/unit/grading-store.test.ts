@@ -1,10 +1,10 @@
 /** Row converters of the grading tables, and the stored trace kept under one message's size. */
 import { describe, expect, it } from 'vitest'
-import { AgentTrace, type AttemptResult, type Judgement, type MetricValue, type ReviewResolution } from '../../core/contracts.js'
+import { AgentTrace, type AttemptResult, type Judgement, type MetricValue, type ReviewResolution } from '../../core/contracts/index.js'
 import type { EnvironmentView } from '../../core/env-diff.js'
 import { tier2Status } from '../../core/judge/divergence.js'
 import { judgementToRow, metricsToRows, regradeToRow, resolutionToRow, rowToJudgement, rowToMetric, rowToResolution, storedTraceToRow } from '../../store/grading-converters.js'
-import { storedTraceOf } from '../../workers/trace-store.js'
+import { storedTraceOf } from '../../engine/trace-store.js'
 
 const key = { attempt_uid: 'r1/c0/t1/2', run_id: 'r1', config_id: 'c0', suite: 'smoke', task_id: 't1', attempt: 2 }
 const stamp = { model: 'judge-1', prompt_version: 'judge-metrics/1', decoding: { temperature: 0, max_tokens: 64 } }

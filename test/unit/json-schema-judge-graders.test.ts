@@ -1,6 +1,6 @@
 /** The json_schema and judge graders: passing, failing and malformed configs. */
 import { describe, expect, it } from 'vitest'
-import { AgentTrace, Task, type GraderSpec } from '../../core/contracts.js'
+import { AgentTrace, Task, type GraderSpec } from '../../core/contracts/index.js'
 import { GraderConfigError, gradeAll, isJudgeSpec, judgeGraderKey, judgeRequestsOf, validateGraderSpec } from '../../core/graders/index.js'
 import { JudgeGraderConfig } from '../../core/graders/judge.js'
 import type { GradeContext } from '../../core/plugins.js'

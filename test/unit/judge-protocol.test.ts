@@ -1,6 +1,6 @@
 /** The judge's pure half: prompt builders, strict reply parsers, step rendering, tier-2 results. */
 import { describe, expect, it } from 'vitest'
-import { AgentTrace, type Grade, type JudgeStamp } from '../../core/contracts.js'
+import { AgentTrace, type Grade, type JudgeStamp } from '../../core/contracts/index.js'
 import { divergenceRequest, parseDivergence, tier2FromCall, tier2Status } from '../../core/judge/divergence.js'
 import { judgeGraderRequest } from '../../core/judge/grader-prompt.js'
 import { judgeDecoding, parseStrict, retryMessages, strictJsonObject } from '../../core/judge/protocol.js'

@@ -1,6 +1,6 @@
 /** The metric registry: 17 deterministic + 11 judge metrics, what each deterministic one reads, the judge gate. */
 import { describe, expect, it } from 'vitest'
-import { AgentTrace, JudgeSettings, Task, type AgentTraceInput, type Grade, type InvariantResult, type MetricValue, type ToolCall } from '../../core/contracts.js'
+import { AgentTrace, JudgeSettings, Task, type AgentTraceInput, type Grade, type InvariantResult, type MetricValue, type ToolCall } from '../../core/contracts/index.js'
 import { judgeStamps, planJudging } from '../../core/judging.js'
 import { deterministicGate, deterministicMetrics, judgeMetrics, metrics, runDeterministicMetrics, selectJudgeMetrics } from '../../core/metrics/index.js'
 import { luhnValid } from '../../core/metrics/deterministic.js'

@@ -1,6 +1,6 @@
 /** Tier 3: who is flagged for human review, and what the packet holds. It never changes the verdict. */
 import { describe, expect, it } from 'vitest'
-import { AgentTrace, Task, type Grade } from '../../core/contracts.js'
+import { AgentTrace, Task, type Grade } from '../../core/contracts/index.js'
 import { tier2Status } from '../../core/judge/divergence.js'
 import { decideJudgement, reviewReasons, tier0Failed } from '../../core/review.js'
 import { suiteValidityRates, validityRates } from '../../core/validity.js'

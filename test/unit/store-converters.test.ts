@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { RunRecord, type AttemptResult, type BaselineRecord } from '../../core/contracts.js'
+import { RunRecord, type AttemptResult, type BaselineRecord } from '../../core/contracts/index.js'
 import { attemptToRow, baselineToRow, fromChDateTime, rowToBaseline, rowToRun, runToRow, toChDateTime, toolCallsToRows } from '../../store/converters.js'
 
 const attempt: AttemptResult = {

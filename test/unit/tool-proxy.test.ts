@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createToolBox } from '../../workers/tool-proxy.js'
+import { createToolBox } from '../../engine/tool-proxy.js'
 import { fakeSuite, fakeTask, fakeTool } from './fake-suite.js'
 
 function box(budget: Partial<{ max_tool_calls: number; max_retries_per_tool: number }> = {}, taskFields: Record<string, unknown> = {}) {

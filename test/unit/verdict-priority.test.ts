@@ -5,7 +5,7 @@
  * `harness_error` beats everything and stays visible (invalid), never folded into "failed".
  */
 import { describe, expect, it } from 'vitest'
-import { AgentTrace, FAILURE_BUCKETS, type AgentTraceInput, type FailureBucket, type Grade, type ToolCall } from '../../core/contracts.js'
+import { AgentTrace, FAILURE_BUCKETS, type AgentTraceInput, type FailureBucket, type Grade, type ToolCall } from '../../core/contracts/index.js'
 import { decideVerdict } from '../../core/verdict.js'
 
 type Ingredient = { calls?: Partial<ToolCall>[]; fields?: Partial<AgentTraceInput>; harnessError?: string }

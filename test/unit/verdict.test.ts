@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AgentTrace, type AgentTraceInput, type Grade, type InvariantResult, type ToolCall } from '../../core/contracts.js'
+import { AgentTrace, type AgentTraceInput, type Grade, type InvariantResult, type ToolCall } from '../../core/contracts/index.js'
 import { decideVerdict } from '../../core/verdict.js'
 
 function trace(fields: Omit<Partial<AgentTraceInput>, 'tool_calls'> & { calls?: Partial<ToolCall>[] } = {}): AgentTrace {

@@ -8,7 +8,7 @@
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { StoredTrace, type AgentTrace, type Judgement, type JudgeSettings, type MetricValue, type Task, type Tier2Result } from '../../core/contracts.js'
+import { StoredTrace, type AgentTrace, type Judgement, type JudgeSettings, type MetricValue, type Task, type Tier2Result } from '../../core/contracts/index.js'
 import { divergenceRequest, tier2FromCall, tier2Status } from '../../core/judge/divergence.js'
 import type { JudgeCallOutcome, JudgeRequest } from '../../core/judge/protocol.js'
 import { judgeDecoding } from '../../core/judge/protocol.js'
@@ -16,11 +16,11 @@ import { judgeMetricValues, metricsRequest, selectJudgeMetrics } from '../../cor
 import { decideJudgement } from '../../core/review.js'
 import { publishJudgeOutcome, readStoredTrace } from '../../store/bus.js'
 import type { JudgeActivities, JudgeInput, JudgeSummary } from '../activity-types.js'
-import { SuiteLoadError } from '../errors.js'
-import type { Logger } from '../logger.js'
-import { loadSuiteCached } from '../suite-loader.js'
-import { askJudge, resolveJudgeEndpoint, type JudgeEndpoint } from './client.js'
-import type { RateLimiter } from './rate-limit.js'
+import { SuiteLoadError } from '../../engine/errors.js'
+import type { Logger } from '../../engine/logger.js'
+import { loadSuiteCached } from '../../engine/suite-loader.js'
+import { askJudge, resolveJudgeEndpoint, type JudgeEndpoint } from '../../engine/judge/client.js'
+import type { RateLimiter } from '../../engine/judge/rate-limit.js'
 
 export interface JudgeActivityDeps {
   nc: NatsConnection

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core'
 import { baselineList } from '../../../app/baselines.js'
 import { openReader } from '../../../app/store-access.js'
-import type { BaselineRecord } from '../../../core/contracts.js'
+import type { BaselineRecord } from '../../../core/contracts/index.js'
 import { resolveConfig } from '../../../stack/config.js'
 import { ForgeCommand } from '../../base.js'
 import { table } from '../../format.js'

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { setBaseline } from '../../../app/baselines.js'
-import type { BaselineRecord } from '../../../core/contracts.js'
+import type { BaselineRecord } from '../../../core/contracts/index.js'
 import { resolveConfig } from '../../../stack/config.js'
 import { ForgeCommand } from '../../base.js'
 

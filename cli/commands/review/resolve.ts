@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core'
 import { resolveReview } from '../../../app/review.js'
-import type { ReviewResolution } from '../../../core/contracts.js'
+import type { ReviewResolution } from '../../../core/contracts/index.js'
 import { resolveConfig } from '../../../stack/config.js'
 import { ForgeCommand } from '../../base.js'
 

@@ -1,9 +1,9 @@
 import { Flags } from '@oclif/core'
 import { readdirSync } from 'node:fs'
 import type { SuiteProblem } from '../../../core/suite-validation.js'
-import { SuiteLoadError } from '../../../workers/errors.js'
-import { checkSuiteWithOracle, type OracleSuiteCheck } from '../../../workers/oracle-check.js'
-import { builtinSuitesDir, loadSuite } from '../../../workers/suite-loader.js'
+import { SuiteLoadError } from '../../../engine/errors.js'
+import { checkSuiteWithOracle, type OracleSuiteCheck } from '../../../engine/oracle-check.js'
+import { builtinSuitesDir, loadSuite } from '../../../engine/suite-loader.js'
 import { EXIT, ForgeCommand } from '../../base.js'
 
 interface SuiteVerdict {

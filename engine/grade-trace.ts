@@ -4,7 +4,7 @@
  * attempt runner right after the agent stopped and by `forge regrade` on stored traces, so both
  * grade the same way. The agent's self-report is removed before anything grades the trace.
  */
-import type { AgentTrace, Grade, InvariantResult, JudgeSettings, Task } from '../core/contracts.js'
+import type { AgentTrace, Grade, InvariantResult, JudgeSettings, Task } from '../core/contracts/index.js'
 import type { EnvironmentView } from '../core/env-diff.js'
 import { gradeAll } from '../core/graders/index.js'
 import type { GradeContext, LoadedSuite } from '../core/plugins.js'

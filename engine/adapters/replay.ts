@@ -3,7 +3,7 @@
  * can be re-graded under the current graders and invariants. Its tool calls are re-issued through
  * the tool box, so the proxy checks and records them as if an agent had made them now.
  */
-import { AgentTrace } from '../../core/contracts.js'
+import { AgentTrace } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter } from '../../core/plugins.js'
 
 /** The trace to replay for a task: `config.trace`, else `config.traces[taskId]`. */

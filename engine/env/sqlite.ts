@@ -5,7 +5,7 @@
 import Database from 'better-sqlite3'
 import { copyFile, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
-import type { SqliteCondition, SqliteFixture } from '../../core/contracts.js'
+import type { SqliteCondition, SqliteFixture } from '../../core/contracts/index.js'
 import type { EnvQueryResult, SqliteState, TableState } from '../../core/env-diff.js'
 import type { SqlDatabase, SqliteHandle } from '../../core/plugins.js'
 import { parseCsv } from './csv.js'

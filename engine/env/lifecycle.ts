@@ -4,7 +4,7 @@
  * means the agent must not run (no model is charged for a world nobody set up); a restore that
  * cannot be verified quarantines the instance so it cannot contaminate a later attempt.
  */
-import type { EnvironmentReport, Task } from '../../core/contracts.js'
+import type { EnvironmentReport, Task } from '../../core/contracts/index.js'
 import { describeChange, diffEnvState, envQueryKey, sameState, type EnvQuery, type EnvState, type EnvironmentView, type FixtureState } from '../../core/env-diff.js'
 import type { FixtureHandle, LoadedSuite } from '../../core/plugins.js'
 import { environmentFixtures, sharedEnvironmentPool, type EnvironmentInstance, type EnvironmentPool } from './pool.js'

@@ -18,7 +18,7 @@
 import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { z } from 'zod'
-import type { InvocationPayload, ToolSpec } from '../../core/contracts.js'
+import type { InvocationPayload, ToolSpec } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LlmEndpoint } from '../../core/plugins.js'
 
 /** ctx.config of the module adapter. */

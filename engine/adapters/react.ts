@@ -6,7 +6,7 @@
  */
 import type OpenAI from 'openai'
 import type { AdapterContext, AdapterOutput, AgentAdapter } from '../../core/plugins.js'
-import type { InvocationPayload } from '../../core/contracts.js'
+import type { InvocationPayload } from '../../core/contracts/index.js'
 import {
   decodingFor,
   errorMessage,

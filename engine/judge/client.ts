@@ -6,7 +6,7 @@
  * with every answer. A judge that cannot answer is data (`ok: false`), never an exception.
  */
 import OpenAI from 'openai'
-import type { JudgeSettings, JudgeStamp } from '../../core/contracts.js'
+import type { JudgeSettings, JudgeStamp } from '../../core/contracts/index.js'
 import { judgeDecoding, retryMessages, type JudgeCallOutcome, type JudgeMessage, type JudgeRequest } from '../../core/judge/protocol.js'
 import { JudgeConfigError } from './errors.js'
 import { sharedJudgeLimiter, type RateLimiter } from './rate-limit.js'

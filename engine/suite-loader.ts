@@ -10,7 +10,7 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import YAML from 'yaml'
-import { AgentTrace, ToolSpec } from '../core/contracts.js'
+import { AgentTrace, ToolSpec } from '../core/contracts/index.js'
 import type { InvariantFn, LoadedSuite, ToolDefinition } from '../core/plugins.js'
 import {
   goldenFileName,
@@ -27,7 +27,7 @@ const MANIFEST_FILE = 'suite.yaml'
 
 /**
  * The root of the forge package: the nearest ancestor of this file holding package.json (and a
- * `suites/` directory). Works from the TS sources (workers/) and from the build (dist/workers/).
+ * `suites/` directory). Works from the TS sources (engine/) and from the build (dist/engine/).
  */
 export function packageRoot(from: string = path.dirname(fileURLToPath(import.meta.url))): string {
   let firstWithPackageJson: string | undefined
@@ -170,7 +170,7 @@ export async function loadSuite(ref: string, cwd: string = process.cwd()): Promi
       }
       const contents: Record<string, string> = {}
       for (const fixture of task.fixtures) {
-        // directory-backed kinds (workspace, sqlite, http) are seeded per attempt by workers/env
+        // directory-backed kinds (workspace, sqlite, http) are seeded per attempt by engine/env
         if (fixture.kind !== 'file') continue
         contents[fixture.path] = await readFile(path.join(suitePath, fixturesDir, normalizeRelative(fixture.path)), 'utf8')
       }

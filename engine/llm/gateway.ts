@@ -9,7 +9,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { BudgetLimit, Span, TokenUsage } from '../../core/contracts.js'
+import type { BudgetLimit, Span, TokenUsage } from '../../core/contracts/index.js'
 import type { LlmEndpoint } from '../../core/plugins.js'
 import { costOf, type PriceTable } from '../../core/pricing.js'
 import { LlmConfigError } from './errors.js'

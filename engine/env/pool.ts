@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs
 import { mkdir, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import type { EnvironmentFixture, Task } from '../../core/contracts.js'
+import type { EnvironmentFixture, Task } from '../../core/contracts/index.js'
 import type { LoadedSuite } from '../../core/plugins.js'
 import type { FixtureDriver, FixtureDrivers, FixtureInstance, FixtureTemplate } from './driver.js'
 import { FixtureSeedError } from './errors.js'

@@ -4,7 +4,7 @@
  * process (no servers); a task passes only when its graders and invariants pass on what that
  * replay actually did.
  */
-import type { Task } from '../core/contracts.js'
+import type { Task } from '../core/contracts/index.js'
 import type { LoadedSuite } from '../core/plugins.js'
 import { getAdapter } from './adapters/index.js'
 import { ORACLE_ADAPTER, runAttempt } from './attempt-runner.js'

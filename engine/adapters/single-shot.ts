@@ -3,7 +3,7 @@
  * The model's reply is the answer. A baseline for what a model does without an agent loop.
  */
 import type { AdapterContext, AdapterOutput, AgentAdapter } from '../../core/plugins.js'
-import type { InvocationPayload } from '../../core/contracts.js'
+import type { InvocationPayload } from '../../core/contracts/index.js'
 import { decodingFor, errorMessage, gatewayClient, isInfrastructureError, modelError, parseModelConfig, systemPrompt, userPrompt } from './model-config.js'
 
 export const singleShotAdapter: AgentAdapter = {

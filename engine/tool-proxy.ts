@@ -7,7 +7,7 @@
  * (`retry_index`), and the same failing call (tool + arguments) repeated with other calls in
  * between; either past `max_retries_per_tool` exhausts the budget.
  */
-import type { Budget, BudgetLimit, Task, ToolCall, ToolSpec } from '../core/contracts.js'
+import type { Budget, BudgetLimit, Task, ToolCall, ToolSpec } from '../core/contracts/index.js'
 import type { FixtureHandle, LoadedSuite, ToolBox } from '../core/plugins.js'
 import { validateToolArgs } from '../core/tool-args.js'
 

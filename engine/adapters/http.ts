@@ -15,7 +15,7 @@
  */
 import { z } from 'zod'
 import { AGENT_PROTOCOL_VERSION, HttpInvokeResponse, type HttpInvokeRequest } from '../../core/agent-protocol.js'
-import type { InvocationPayload } from '../../core/contracts.js'
+import type { InvocationPayload } from '../../core/contracts/index.js'
 import { normalizeAgentOutput } from '../../core/output-parser.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter } from '../../core/plugins.js'
 import { createLogger, type Logger } from '../logger.js'

@@ -4,7 +4,7 @@
  * every one of them passed. A judge that cannot answer is a harness error of the attempt
  * (outcome not measured: invalid), never a silent fail.
  */
-import { JudgeSettings, type AgentTrace, type Grade, type GraderSpec } from '../../core/contracts.js'
+import { JudgeSettings, type AgentTrace, type Grade, type GraderSpec } from '../../core/contracts/index.js'
 import { isJudgeSpec, judgeRequestsOf, type JudgeGraderVerdict } from '../../core/graders/index.js'
 import type { GradeContext } from '../../core/plugins.js'
 import { askJudge, resolveJudgeEndpoint } from './client.js'

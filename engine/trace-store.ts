@@ -3,7 +3,7 @@
  * invariants, the environment view), kept under one message's size. What had to be cut is named
  * in `truncated`, so a regrade knows what it cannot reproduce.
  */
-import type { AgentTrace, AttemptResult, StoredTrace } from '../core/contracts.js'
+import type { AgentTrace, AttemptResult, StoredTrace } from '../core/contracts/index.js'
 import type { EnvironmentView, EnvState } from '../core/env-diff.js'
 import { compactToolCall, truncateText, truncateValue } from './attempt-runner.js'
 

@@ -3,7 +3,7 @@
  * template: seed files plus conditions) and stamps out per-attempt instances from it; every state
  * it reports is read back from the live instance, never remembered.
  */
-import type { EnvironmentFixture } from '../../core/contracts.js'
+import type { EnvironmentFixture } from '../../core/contracts/index.js'
 import type { EnvQueryResult, FixtureState } from '../../core/env-diff.js'
 import type { FixtureHandle } from '../../core/plugins.js'
 

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto'
 import { copyFile, mkdir, readFile, readdir, rm, stat } from 'node:fs/promises'
 import path from 'node:path'
-import type { WorkspaceCondition, WorkspaceFixture } from '../../core/contracts.js'
+import type { WorkspaceCondition, WorkspaceFixture } from '../../core/contracts/index.js'
 import { TEXT_LIMIT, type FileState, type WorkspaceState } from '../../core/env-diff.js'
 import type { WorkspaceHandle } from '../../core/plugins.js'
 import type { FixtureDriver, FixtureInstance, FixtureTemplate } from './driver.js'

@@ -6,7 +6,7 @@
  * LangChain is imported on first use, so workers that never run this adapter never load it.
  */
 import type { AIMessage, BaseMessage } from '@langchain/core/messages'
-import type { InvocationPayload } from '../../core/contracts.js'
+import type { InvocationPayload } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter } from '../../core/plugins.js'
 import {
   decodingFor,

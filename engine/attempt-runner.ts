@@ -20,7 +20,7 @@ import {
   type Task,
   type ToolCall,
   type ToolSpec,
-} from '../core/contracts.js'
+} from '../core/contracts/index.js'
 import type { EnvironmentView } from '../core/env-diff.js'
 import { envQueriesOf, outputText } from '../core/graders/index.js'
 import { planJudging } from '../core/judging.js'

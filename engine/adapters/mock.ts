@@ -8,7 +8,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { z } from 'zod'
-import type { InvocationPayload, ToolSpec } from '../../core/contracts.js'
+import type { InvocationPayload, ToolSpec } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, ToolBox } from '../../core/plugins.js'
 import { createRng, pick } from '../../core/random.js'
 

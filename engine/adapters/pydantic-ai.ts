@@ -7,7 +7,7 @@
  * the process group stopped when the attempt ends.
  */
 import path from 'node:path'
-import type { InvocationPayload } from '../../core/contracts.js'
+import type { InvocationPayload } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter } from '../../core/plugins.js'
 import { LlmConfigError } from '../llm/errors.js'
 import { packageRoot } from '../suite-loader.js'
@@ -16,7 +16,7 @@ import { subprocessAdapter } from './subprocess.js'
 
 /** The bridge script, shipped beside the sources (not compiled, so not under dist/). */
 export function bridgePath(): string {
-  return path.join(packageRoot(), 'workers', 'adapters', 'python', 'pydantic_ai_bridge.py')
+  return path.join(packageRoot(), 'engine', 'adapters', 'python', 'pydantic_ai_bridge.py')
 }
 
 export const pydanticAiAdapter: AgentAdapter = {

@@ -5,7 +5,7 @@
  */
 import OpenAI from 'openai'
 import { z } from 'zod'
-import type { InvocationPayload, ToolSpec } from '../../core/contracts.js'
+import type { InvocationPayload, ToolSpec } from '../../core/contracts/index.js'
 import type { AdapterContext, LlmEndpoint } from '../../core/plugins.js'
 import { LlmConfigError } from '../llm/errors.js'
 
