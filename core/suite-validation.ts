@@ -84,12 +84,7 @@ export function parseManifest(
 
 /** Validates every task document against the schema and against what the suite provides. */
 export function validateSuite(inventory: SuiteInventory): SuiteValidation {
-  const toolNames = new Set(inventory.toolNames)
-  const invariantNames = new Set(inventory.invariantNames)
-  const goldenFiles = new Set(inventory.goldenFiles)
-  const fixturePaths = new Set(inventory.fixturePaths)
-  const { manifest } = inventory
-
+  const suite = suiteProvisions(inventory)
   const problems: SuiteProblem[] = []
   const tasks: Task[] = []
   const fileById = new Map<string, string>()
@@ -110,113 +105,168 @@ export function validateSuite(inventory: SuiteInventory): SuiteValidation {
 
     // cross-references are checked on the raw document too, so a schema error elsewhere in the
     // file does not hide them
-    const id = data['id']
-    if (typeof id === 'string') {
-      const first = fileById.get(id)
-      if (first !== undefined) {
-        problems.push({ file, path: 'id', message: `duplicate task id "${id}": also defined in ${first}` })
-      } else {
-        fileById.set(id, file)
-      }
-    }
-
-    for (const field of ['tools', 'disallowed_tools'] as const) {
-      forEachString(data[field], (name, i) => {
-        if (!toolNames.has(name)) {
-          problems.push({ file, path: `${field}[${i}]`, message: `unknown tool "${name}" (${available('tools', toolNames)})` })
-        }
-      })
-    }
-    const allowed = new Set(stringsOf(data['tools']))
-    forEachString(data['disallowed_tools'], (name, i) => {
-      if (allowed.has(name)) {
-        problems.push({ file, path: `disallowed_tools[${i}]`, message: `tool "${name}" is both allowed and disallowed` })
-      }
-    })
-
-    forEachString(data['invariants'], (name, i) => {
-      if (!invariantNames.has(name)) {
-        problems.push({
-          file,
-          path: `invariants[${i}]`,
-          message: `unknown invariant "${name}" (${available('invariants', invariantNames)})`,
-        })
-      }
-    })
-
-    const graderField = 'outcome_graders' in data ? 'outcome_graders' : 'graders'
-    const specs = data[graderField]
-    if (Array.isArray(specs)) {
-      specs.forEach((spec: unknown, i) => {
-        if (!isRecord(spec) || typeof spec['type'] !== 'string') return // the schema reported it
-        const at = `${graderField}[${i}]`
-        // validateGraderSpec also reports an unknown type, with a did-you-mean hint
-        const checked = validateGraderSpec({ ...spec, type: spec['type'] })
-        if (!checked.ok) {
-          for (const p of checked.problems) {
-            const path = formatIssuePath(p.path)
-            problems.push({ file, path: path === '' ? at : path.startsWith('[') ? `${at}${path}` : `${at}.${path}`, message: p.message })
-          }
-        }
-      })
-    }
-
-    const golden = data['golden']
-    if (typeof golden === 'string' && golden.length > 0) {
-      const name = goldenFileName(golden)
-      if (!isInside(name)) {
-        problems.push({ file, path: 'golden', message: `golden "${golden}" must name a file inside ${manifest.goldens}/` })
-      } else if (!goldenFiles.has(normalizeRelative(name))) {
-        problems.push({ file, path: 'golden', message: `golden "${golden}" not found: expected ${manifest.goldens}/${name}` })
-      }
-    }
-
-    const fixtures = data['fixtures']
-    // environment fixtures by name → kind, for the grader references below
-    const environment = new Map<string, string>()
-    if (Array.isArray(fixtures)) {
-      fixtures.forEach((fixture: unknown, i) => {
-        if (!isRecord(fixture)) return
-        const kind = fixture['kind'] ?? 'file'
-        if (kind !== 'file' && typeof kind === 'string') {
-          const name = typeof fixture['name'] === 'string' ? fixture['name'] : DEFAULT_FIXTURE_NAMES[kind]
-          if (name !== undefined) {
-            if (environment.has(name)) problems.push({ file, path: `fixtures[${i}].name`, message: `duplicate fixture name "${name}": give each fixture its own \`name\`` })
-            else environment.set(name, kind)
-          }
-        }
-        for (const ref of fixtureReferences(fixture)) {
-          const at = `fixtures[${i}].${ref.field}`
-          if (!isInside(ref.path)) {
-            problems.push({ file, path: at, message: `fixture "${ref.path}" must stay inside ${manifest.fixtures}/` })
-            continue
-          }
-          const wanted = normalizeRelative(ref.path)
-          const found = ref.directory ? [...fixturePaths].some((p) => p.startsWith(`${wanted}/`)) : fixturePaths.has(wanted) || (ref.orDirectory === true && [...fixturePaths].some((p) => p.startsWith(`${wanted}/`)))
-          if (!found) problems.push({ file, path: at, message: `fixture ${ref.directory ? 'directory ' : ''}"${ref.path}" not found under ${manifest.fixtures}/` })
-        }
-      })
-    }
-
-    // graders that read environment fixtures must find them in this task
-    if (Array.isArray(specs)) {
-      specs.forEach((spec: unknown, i) => {
-        if (!isRecord(spec) || typeof spec['type'] !== 'string') return
-        for (const ref of fixtureRefsOf({ ...spec, type: spec['type'] })) {
-          const kind = environment.get(ref.name)
-          const have = environment.size === 0 ? 'it has no workspace, sqlite or http fixtures' : `it has: ${[...environment].map(([n, k]) => `${n} (${k})`).join(', ')}`
-          if (kind === undefined) problems.push({ file, path: `${graderField}[${i}]`, message: `reads fixture "${ref.name}", which this task does not have (${have})` })
-          else if (ref.kind !== undefined && kind !== ref.kind) {
-            problems.push({ file, path: `${graderField}[${i}]`, message: `reads fixture "${ref.name}" as ${ref.kind}, but it is a ${kind} fixture` })
-          }
-        }
-      })
-    }
+    const report: Report = (path, message) => problems.push({ file, path, message })
+    checkUniqueId(data, file, fileById, report)
+    checkToolReferences(data, suite.toolNames, report)
+    checkInvariantReferences(data, suite.invariantNames, report)
+    const graders = graderSpecsOf(data)
+    checkGraderConfigs(graders, report)
+    checkGolden(data, suite, report)
+    const environment = checkFixtures(data, suite, report)
+    checkGraderFixtureReads(graders, environment, report)
 
     if (parsed.success) tasks.push(parsed.data)
   }
 
   return { tasks, problems }
+}
+
+/** What a suite offers its tasks to refer to, as sets. */
+interface SuiteProvisions {
+  manifest: SuiteManifest
+  toolNames: Set<string>
+  invariantNames: Set<string>
+  goldenFiles: Set<string>
+  fixturePaths: Set<string>
+}
+
+/** Records one problem of the task file being checked: the field and what is wrong. */
+type Report = (path: string, message: string) => void
+
+function suiteProvisions(inventory: SuiteInventory): SuiteProvisions {
+  return {
+    manifest: inventory.manifest,
+    toolNames: new Set(inventory.toolNames),
+    invariantNames: new Set(inventory.invariantNames),
+    goldenFiles: new Set(inventory.goldenFiles),
+    fixturePaths: new Set(inventory.fixturePaths),
+  }
+}
+
+/** A task id may be defined once per suite; `fileById` remembers where each was first seen. */
+function checkUniqueId(data: Record<string, unknown>, file: string, fileById: Map<string, string>, report: Report): void {
+  const id = data['id']
+  if (typeof id !== 'string') return
+  const first = fileById.get(id)
+  if (first !== undefined) report('id', `duplicate task id "${id}": also defined in ${first}`)
+  else fileById.set(id, file)
+}
+
+/** Allowed and disallowed tools must exist in the suite, and no tool may be both. */
+function checkToolReferences(data: Record<string, unknown>, toolNames: Set<string>, report: Report): void {
+  for (const field of ['tools', 'disallowed_tools'] as const) {
+    forEachString(data[field], (name, i) => {
+      if (!toolNames.has(name)) report(`${field}[${i}]`, `unknown tool "${name}" (${available('tools', toolNames)})`)
+    })
+  }
+  const allowed = new Set(stringsOf(data['tools']))
+  forEachString(data['disallowed_tools'], (name, i) => {
+    if (allowed.has(name)) report(`disallowed_tools[${i}]`, `tool "${name}" is both allowed and disallowed`)
+  })
+}
+
+function checkInvariantReferences(data: Record<string, unknown>, invariantNames: Set<string>, report: Report): void {
+  forEachString(data['invariants'], (name, i) => {
+    if (!invariantNames.has(name)) report(`invariants[${i}]`, `unknown invariant "${name}" (${available('invariants', invariantNames)})`)
+  })
+}
+
+/** A task's grader entries that name a type (the schema reports the others), with their index. */
+interface GraderEntries {
+  /** `outcome_graders`, or its alias `graders` when the task uses that */
+  field: 'outcome_graders' | 'graders'
+  specs: { index: number; spec: Record<string, unknown> & { type: string } }[]
+}
+
+function graderSpecsOf(data: Record<string, unknown>): GraderEntries {
+  const field = 'outcome_graders' in data ? 'outcome_graders' : 'graders'
+  const raw = data[field]
+  const specs: GraderEntries['specs'] = []
+  if (Array.isArray(raw)) {
+    raw.forEach((spec: unknown, index) => {
+      if (isRecord(spec) && typeof spec['type'] === 'string') specs.push({ index, spec: { ...spec, type: spec['type'] } })
+    })
+  }
+  return { field, specs }
+}
+
+/** Each grader's config against its registered schema (an unknown type gets a did-you-mean hint). */
+function checkGraderConfigs(graders: GraderEntries, report: Report): void {
+  for (const { index, spec } of graders.specs) {
+    const at = `${graders.field}[${index}]`
+    const checked = validateGraderSpec(spec)
+    if (checked.ok) continue
+    for (const p of checked.problems) {
+      const path = formatIssuePath(p.path)
+      report(path === '' ? at : path.startsWith('[') ? `${at}${path}` : `${at}.${path}`, p.message)
+    }
+  }
+}
+
+/** `golden:` must name a file inside the goldens directory that exists. */
+function checkGolden(data: Record<string, unknown>, suite: SuiteProvisions, report: Report): void {
+  const golden = data['golden']
+  if (typeof golden !== 'string' || golden.length === 0) return
+  const name = goldenFileName(golden)
+  if (!isInside(name)) report('golden', `golden "${golden}" must name a file inside ${suite.manifest.goldens}/`)
+  else if (!suite.goldenFiles.has(normalizeRelative(name))) report('golden', `golden "${golden}" not found: expected ${suite.manifest.goldens}/${name}`)
+}
+
+/**
+ * Every fixture's names and files: environment fixtures need distinct names, and every path a
+ * fixture names must exist inside the fixtures directory. Returns the environment fixtures by
+ * name → kind, for the grader references.
+ */
+function checkFixtures(data: Record<string, unknown>, suite: SuiteProvisions, report: Report): Map<string, string> {
+  const environment = new Map<string, string>()
+  const fixtures = data['fixtures']
+  if (!Array.isArray(fixtures)) return environment
+  fixtures.forEach((fixture: unknown, i) => {
+    if (!isRecord(fixture)) return
+    registerEnvironmentFixture(fixture, i, environment, report)
+    checkFixtureFiles(fixture, i, suite, report)
+  })
+  return environment
+}
+
+function registerEnvironmentFixture(fixture: Record<string, unknown>, i: number, environment: Map<string, string>, report: Report): void {
+  const kind = fixture['kind'] ?? 'file'
+  if (kind === 'file' || typeof kind !== 'string') return
+  const name = typeof fixture['name'] === 'string' ? fixture['name'] : DEFAULT_FIXTURE_NAMES[kind]
+  if (name === undefined) return
+  if (environment.has(name)) report(`fixtures[${i}].name`, `duplicate fixture name "${name}": give each fixture its own \`name\``)
+  else environment.set(name, kind)
+}
+
+function checkFixtureFiles(fixture: Record<string, unknown>, i: number, suite: SuiteProvisions, report: Report): void {
+  for (const ref of fixtureReferences(fixture)) {
+    const at = `fixtures[${i}].${ref.field}`
+    if (!isInside(ref.path)) {
+      report(at, `fixture "${ref.path}" must stay inside ${suite.manifest.fixtures}/`)
+      continue
+    }
+    if (!fixtureExists(ref, suite.fixturePaths)) report(at, `fixture ${ref.directory ? 'directory ' : ''}"${ref.path}" not found under ${suite.manifest.fixtures}/`)
+  }
+}
+
+function fixtureExists(ref: FixtureReference, fixturePaths: Set<string>): boolean {
+  const wanted = normalizeRelative(ref.path)
+  const hasFilesUnder = (): boolean => [...fixturePaths].some((p) => p.startsWith(`${wanted}/`))
+  if (ref.directory) return hasFilesUnder()
+  return fixturePaths.has(wanted) || (ref.orDirectory === true && hasFilesUnder())
+}
+
+/** Graders that read environment fixtures must find them in this task, of the kind they read. */
+function checkGraderFixtureReads(graders: GraderEntries, environment: Map<string, string>, report: Report): void {
+  for (const { index, spec } of graders.specs) {
+    const at = `${graders.field}[${index}]`
+    for (const ref of fixtureRefsOf(spec)) {
+      const kind = environment.get(ref.name)
+      const have = environment.size === 0 ? 'it has no workspace, sqlite or http fixtures' : `it has: ${[...environment].map(([n, k]) => `${n} (${k})`).join(', ')}`
+      if (kind === undefined) report(at, `reads fixture "${ref.name}", which this task does not have (${have})`)
+      else if (ref.kind !== undefined && kind !== ref.kind) report(at, `reads fixture "${ref.name}" as ${ref.kind}, but it is a ${kind} fixture`)
+    }
+  }
 }
 
 /** The name an environment fixture gets when its task file names none. */

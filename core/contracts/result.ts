@@ -1,0 +1,80 @@
+/**
+ * Result contracts: the verdict and measurements of one attempt (AttemptResult, with its
+ * EnvironmentReport) and the full trace stored beside it (StoredTrace).
+ */
+import { z } from 'zod'
+import { AttemptKey } from './attempt-key.js'
+import { Grade, InvariantResult, Judgement, MetricValue } from './grading.js'
+import { FailureBucket, Outcome, Validity } from './outcome.js'
+import { BudgetLimit } from './task.js'
+import { AgentTrace, ToolCall } from './trace.js'
+
+/**
+ * What happened to an attempt's environment instance: `restored` (restore verified, the instance
+ * goes back to the pool), `quarantined` (restore not verified: never reused, `detail` says why) or
+ * `seed_unverified` (the seed could not be read back: the agent was never invoked).
+ */
+export const EnvironmentReport = z.object({
+  instance: z.string(),
+  status: z.enum(['restored', 'quarantined', 'seed_unverified']),
+  /** the instance served an earlier attempt and was restored and verified since */
+  reused: z.boolean(),
+  detail: z.string().default(''),
+})
+export type EnvironmentReport = z.infer<typeof EnvironmentReport>
+
+/** The verdict and measurements of one attempt: what is published to NATS and stored as one row. */
+export const AttemptResult = AttemptKey.extend({
+  adapter: z.string(),
+  outcome: Outcome,
+  validity: Validity,
+  failure_bucket: FailureBucket.nullable(),
+  budget_limit: BudgetLimit.nullable(),
+  grades: z.array(Grade),
+  invariants: z.array(InvariantResult),
+  instruction: z.string(),
+  output: z.string(),
+  self_report: z.string(),
+  error: z.string(),
+  cost_usd: z.number().nonnegative().nullable(),
+  latency_ms: z.number().nonnegative(),
+  tool_call_count: z.number().int().nonnegative(),
+  input_tokens: z.number().int().nonnegative(),
+  output_tokens: z.number().int().nonnegative(),
+  model: z.string(),
+  decoding: z.record(z.string(), z.unknown()),
+  price_table_version: z.string(),
+  seed: z.string(),
+  worker_id: z.string(),
+  started_at: z.number(),
+  finished_at: z.number(),
+  tool_calls: z.array(ToolCall),
+  /** present when the task has environment fixtures (workspace, sqlite, http) */
+  environment: EnvironmentReport.optional(),
+  /** the deterministic metrics (core/metrics), stored as rows of `metrics`; set by the attempt activity */
+  metrics: z.array(MetricValue).optional(),
+  /** tier 2 / tier 3 as the attempt worker decided them, stored in `judgements`; set by the attempt activity */
+  judgement: Judgement.optional(),
+})
+export type AttemptResult = z.infer<typeof AttemptResult>
+
+/**
+ * The full trace of an attempt with what it was graded on, stored beside the attempt row (table
+ * `traces`) and readable by the judge worker by attempt_uid: tier 2, the judge metrics, review
+ * packets and `forge regrade` work from it without running any agent again.
+ */
+export const StoredTrace = AttemptKey.extend({
+  outcome: Outcome,
+  validity: Validity,
+  failure_bucket: FailureBucket.nullable(),
+  grades: z.array(Grade),
+  invariants: z.array(InvariantResult),
+  trace: AgentTrace,
+  /** the environment view the graders read (core/env-diff EnvironmentView); null without environment fixtures */
+  env: z.unknown().nullable().default(null),
+  /** what was cut to keep the stored trace under the message limit (e.g. `tool_results`, `env`) */
+  truncated: z.array(z.string()).default([]),
+  stored_at: z.number(),
+})
+export type StoredTrace = z.infer<typeof StoredTrace>
+

@@ -1,0 +1,112 @@
+/**
+ * Run contracts: RunPlan (the input of RunWorkflow), its JudgeSettings and SequentialRule, and
+ * RunRecord (a run's metadata row).
+ */
+import { z } from 'zod'
+
+
+/**
+ * A run's judge (RunPlan.judge): tier-2 golden divergence and the LLM-judge metrics run on their
+ * own task queue, rate-limited by the judge workers. Absent: nothing is sent to a judge worker.
+ */
+export const JudgeSettings = z
+  .object({
+    /** any model the OpenAI-compatible endpoint serves (FORGE_JUDGE_BASE_URL, else OPENAI_BASE_URL) */
+    model: z.string().min(1),
+    task_queue: z.string().min(1).default('forge-judge'),
+    /** judge metrics to score (core/metrics); absent: all of them, []: none */
+    metrics: z.array(z.string().min(1)).optional(),
+    /** `deterministic`: judge metrics only for attempts whose gating deterministic metrics passed; `none`: every attempt */
+    gate: z.enum(['deterministic', 'none']).default('deterministic'),
+    /** tier 2: localize the earliest wrong decision of failed attempts of tasks with a golden trace */
+    golden_divergence: z.boolean().default(true),
+    temperature: z.number().min(0).max(2).default(0),
+    top_p: z.number().gt(0).max(1).optional(),
+    /** null sends no seed */
+    seed: z.number().int().nullable().default(0),
+    /** completion tokens per judge call */
+    max_tokens: z.number().int().positive().default(512),
+    /** how strict JSON is asked for: a JSON Schema, any JSON object, or only by the prompt */
+    response_format: z.enum(['json_schema', 'json_object', 'none']).default('json_schema'),
+    /** the trace shown to the judge is cut to about this many characters */
+    max_prompt_chars: z.number().int().min(500).default(16_000),
+    /** tier-2 localizations below this confidence flag the attempt for human review */
+    min_confidence: z.number().min(0).max(1).default(0.5),
+    timeout_ms: z.number().int().positive().default(120_000),
+  })
+  .strict()
+export type JudgeSettings = z.infer<typeof JudgeSettings>
+export type JudgeSettingsInput = z.input<typeof JudgeSettings>
+
+/**
+ * Opt-in sequential stopping: a task's attempts run in rounds and stop once its Wilson 95% interval
+ * is at most `width` wide (after at least `min_attempts`), or at the plan's `attempts`.
+ */
+export const SequentialRule = z
+  .object({
+    width: z.number().gt(0).lt(1),
+    round_size: z.number().int().positive().max(500).default(10),
+    min_attempts: z.number().int().positive().default(10),
+  })
+  .strict()
+export type SequentialRule = z.infer<typeof SequentialRule>
+
+/** Input of RunWorkflow: small on purpose (ids, not tasks). */
+export const RunPlan = z.object({
+  run_id: z.string(),
+  config_id: z.string(),
+  suite_path: z.string(),
+  suite: z.string(),
+  task_ids: z.array(z.string()).min(1),
+  attempts: z.number().int().positive(),
+  adapter: z.string(),
+  adapter_config: z.record(z.string(), z.unknown()).default({}),
+  seed: z.string(),
+  shard_size: z.number().int().positive().max(1000).default(1000),
+  max_in_flight: z.number().int().positive().max(500).default(200),
+  /** how many shard children run at once */
+  max_shards_in_flight: z.number().int().positive().max(50).default(4),
+  /** start-to-close limit of one attempt activity (the largest task budget plus grace) */
+  attempt_timeout_ms: z.number().int().positive().default(10 * 60_000),
+  /** a worker that stops heartbeating this long is presumed dead; its attempt is retried elsewhere */
+  heartbeat_timeout_ms: z.number().int().positive().default(30_000),
+  price_table_version: z.string().default(''),
+  price_table_date: z.string().default(''),
+  suite_hash: z.string().default(''),
+  judge_model: z.string().default(''),
+  judge_prompt_version: z.string().default(''),
+  /** absent: every task runs all its attempts (the shard path) */
+  sequential: SequentialRule.optional(),
+  /** absent: no judge activity is scheduled (the workflow history stays as before judging existed) */
+  judge: JudgeSettings.optional(),
+})
+export type RunPlan = z.infer<typeof RunPlan>
+
+/** A run's metadata row; published at start and again (newer `updated_at`) when it ends. */
+export const RunRecord = z.object({
+  run_id: z.string(),
+  suite: z.string(),
+  suite_path: z.string(),
+  adapter: z.string(),
+  config_id: z.string(),
+  attempts: z.number().int().positive(),
+  task_count: z.number().int().nonnegative(),
+  seed: z.string(),
+  status: z.enum(['running', 'completed', 'failed', 'cancelled']),
+  started_at: z.number(),
+  finished_at: z.number().nullable(),
+  updated_at: z.number(),
+  price_table_version: z.string(),
+  // stamps that tell whether two runs are comparable; defaults keep older messages valid
+  price_table_date: z.string().default(''),
+  /** content hash of the suite directory (LoadedSuite.contentHash) */
+  suite_hash: z.string().default(''),
+  judge_model: z.string().default(''),
+  judge_prompt_version: z.string().default(''),
+  /** the Wilson-width stopping rule of a sequential run; 0 = every task ran all its attempts */
+  stop_width: z.number().nonnegative().default(0),
+  /** tasks a sequential run stopped early because their interval was narrow enough */
+  stopped_tasks: z.array(z.string()).default([]),
+})
+export type RunRecord = z.infer<typeof RunRecord>
+
