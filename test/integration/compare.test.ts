@@ -120,7 +120,7 @@ describe('forge compare of two mock runs with a planted drop', () => {
   const flagged = (report: CompareReport, metric: MetricChange['metric']) =>
     report.suites[0]!.tasks.filter((t) => t.metrics.some((m) => m.metric === metric && m.flagged)).map((t) => t.task_id)
 
-  it('flags a slower agent: the same seed with delay_ms 100 raises every task\'s latency', async () => {
+  it('flags a slower agent: the same agent with delay_ms 100 is slower on every task, and nothing else is flagged', async () => {
     const base = { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'slow' }
     const a = await runSuite(stack.config, { ...base, adapterConfig: { skill: SKILL } })
     const b = await runSuite(stack.config, { ...base, adapterConfig: { skill: SKILL, delay_ms: 100 } })
@@ -140,19 +140,19 @@ describe('forge compare of two mock runs with a planted drop', () => {
       q: true,
     })
 
+    // the mock answers in well under a millisecond: a's p50 may print as 0 ms, with no relative change
     const text = forge(['compare', a.run_id, b.run_id], stack.env)
     expect(text.status).toBe(6)
-    expect(text.stdout).toMatch(new RegExp(`${tasks[0]}: latency p50 [\\d.]+ ms → [\\d.]+ ms \\(\\+\\d+%; mann-whitney u, q \\S+, increased\\)`))
+    expect(text.stdout).toMatch(new RegExp(`${tasks[0]}: latency p50 [\\d.]+ ms → [\\d.]+ ms \\((\\+\\d+%; )?mann-whitney u, q \\S+, increased\\)`))
     expect(text.stdout).toMatch(/^REGRESSION: 0 task\(s\) dropped significantly, 0 changed tool usage, 0 cost, \d+ latency and 0 tool-call increase\(s\)/m)
   })
 
   it('flags an agent that loops on its tools where the baseline gave up without calling any', async () => {
-    // the same seed and skill make the same attempts fail; a's failures refuse, b's repeat a call until the budget stops them
+    // half the attempts fail in both runs: a's refuse, b's repeat a call until the budget stops them
     const base = { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'loops' }
     const a = await runSuite(stack.config, { ...base, adapterConfig: { skill: 0.5, failure_modes: { refusal: 1 } } })
     const b = await runSuite(stack.config, { ...base, adapterConfig: { skill: 0.5, failure_modes: { call_loop: 1 } } })
     const report = await compare({ runA: a.run_id, runB: b.run_id })
-    expect(report.suites[0]!.tasks.map((t) => [t.task_id, t.a.k === t.b.k])).toEqual(report.suites[0]!.tasks.map((t) => [t.task_id, true]))
     expect(flagged(report, 'tool_calls_per_attempt')).toEqual(report.suites[0]!.tasks.map((t) => t.task_id))
     expect(report.suites[0]!.metrics.find((m) => m.metric === 'tool_calls_per_attempt')).toMatchObject({ test: 'van elteren', verdict: 'increased' })
     expect({ success: report.findings.success, tool_calls: report.findings.tool_calls, regression: report.regression }).toEqual({
