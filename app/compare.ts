@@ -1,12 +1,14 @@
 /**
  * `forge compare`: two stored runs (or a baseline and a run) compared task by task within each
- * suite. Aggregates and tool sequences come from ClickHouse; the tests and flags from core/compare.
+ * suite. Aggregates, tool sequences and the rank sums of per-attempt latency, tool calls and cost come
+ * from ClickHouse (SQL over every attempt, nothing per attempt is loaded); the tests and flags from
+ * core/compare.
  */
 import { compareRuns, DEFAULT_THRESHOLDS, type CompareSide, type CompareThresholds, type Comparison } from '../core/compare.js'
 import type { BaselineRecord, RunRecord } from '../core/contracts/index.js'
 import { suiteFigures } from '../core/report.js'
 import type { StoreReader } from '../store/clickhouse.js'
-import { findBaseline, getRun, listRuns, runAggregates, toolSequences } from '../store/repositories.js'
+import { attemptRanks, findBaseline, getRun, listRuns, runAggregates, toolSequences } from '../store/repositories.js'
 import { ConfigError } from '../stack/errors.js'
 import { stampsOf } from './stats.js'
 
@@ -47,8 +49,8 @@ export async function compareStoredRuns(reader: StoreReader, request: CompareReq
   if (runA === undefined) throw new ConfigError('name the run to compare against (forge compare <run_a> <run_b>) or use --baseline')
   const a = await requireRun(reader, runA)
   const thresholds = { ...DEFAULT_THRESHOLDS, ...request.thresholds }
-  const [sideA, sideB] = await Promise.all([sideOf(reader, a), sideOf(reader, b)])
-  const comparison = compareRuns(sideA, sideB, thresholds)
+  const [sideA, sideB, ranks] = await Promise.all([sideOf(reader, a), sideOf(reader, b), attemptRanks(reader, a.run_id, b.run_id)])
+  const comparison = compareRuns(sideA, sideB, ranks, thresholds)
   if (comparison.suites.length === 0) {
     // a CI gate must not pass because nothing was compared
     throw new ConfigError(

@@ -17,6 +17,13 @@ function metricValue(m: MetricChange, v: number | null): string {
   return `${ms(v)} ms`
 }
 
+/** A figure's change with its test: `latency p50 12 ms → 118 ms (+883%; mann-whitney u, q <0.0001, increased)`. */
+function metricLine(m: MetricChange): string {
+  const relative = m.relative === null ? '' : `${m.relative >= 0 ? '+' : ''}${(m.relative * 100).toFixed(0)}%; `
+  const test = m.test === null || m.q === null ? 'not tested' : `${m.test}, q ${pValue(m.q)}`
+  return `${metricLabel[m.metric]} ${metricValue(m, m.a)} → ${metricValue(m, m.b)} (${relative}${test}, ${m.verdict})`
+}
+
 function verdict(t: TaskComparison): string {
   if (t.regressed) return 'REGRESSED'
   return t.improved ? 'improved' : '—'
@@ -74,17 +81,29 @@ export function printComparison(log: (line: string) => void, report: CompareRepo
         log(`  ${t.task_id}: ${lines.join('; ')}`)
       }
     }
-    const increases = [
-      ...suite.metrics.filter((m) => m.flagged).map((m) => ({ where: `suite ${suite.suite}`, m })),
-      ...suite.tasks.flatMap((t) => t.metrics.filter((m) => m.flagged).map((m) => ({ where: t.task_id, m }))),
+    const efficiency = [
+      ...suite.metrics.map((m) => ({ where: `suite ${suite.suite}`, m })),
+      ...suite.tasks.flatMap((t) => t.metrics.map((m) => ({ where: t.task_id, m }))),
     ]
+    const increases = efficiency.filter(({ m }) => m.flagged)
     if (increases.length > 0) {
-      log('increased beyond the allowed delta:')
-      for (const { where, m } of increases) {
-        log(`  ${where}: ${metricLabel[m.metric]} ${metricValue(m, m.a)} → ${metricValue(m, m.b)}${m.relative === null ? '' : ` (${m.relative >= 0 ? '+' : ''}${(m.relative * 100).toFixed(0)}%)`}`)
-      }
+      log('increased significantly and beyond the allowed delta:')
+      for (const { where, m } of increases) log(`  ${where}: ${metricLine(m)}`)
+    }
+    // what a point-estimate rule would have flagged: shown so a reader sees why it was not
+    const noise = efficiency.filter(({ m }) => m.beyond_delta && !m.flagged)
+    if (noise.length > 0) {
+      log('grew beyond the allowed delta but not flagged:')
+      for (const { where, m } of noise) log(`  ${where}: ${metricLine(m)}`)
     }
   }
+  log('')
+  const tests = report.suites.flatMap((s) => [...s.metrics, ...s.tasks.flatMap((t) => t.metrics)])
+  log(
+    `cost, latency and tool calls: per-attempt values of every attempt ranked in the store, Mann–Whitney U per task and ` +
+      `van Elteren per suite, Benjamini–Hochberg across them (FDR ${report.thresholds.fdr}); ${tests.filter((m) => m.test !== null).length} figure(s) tested, ` +
+      `${tests.filter((m) => m.verdict === 'unavailable').length} unavailable; flagged only when significant, higher in b and beyond the allowed delta`,
+  )
   log('')
   const f = report.findings
   log(

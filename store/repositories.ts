@@ -1,6 +1,6 @@
 /** One place per table for writes and the read queries the product needs; all reads use FINAL. */
 import type { ClickHouseClient } from '@clickhouse/client'
-import type { ToolSequenceCount } from '../core/compare.js'
+import type { Measure, MeasureRanks, ToolSequenceCount } from '../core/compare.js'
 import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts/index.js'
 import { LATENCY_QUANTILES, type AttemptMeasurement, type SuiteAggregate, type TaskAggregate } from '../core/report.js'
 import type { StoreReader } from './clickhouse.js'
@@ -155,6 +155,51 @@ export async function toolSequences(reader: StoreReader, runId: string): Promise
     { run: runId },
   )
   return rows.map((r) => ({ task_id: r.task_id, sequence: r.sequence, n: num(r.n) }))
+}
+
+/**
+ * The rank sums behind the efficiency tests of `forge compare`: per task of both runs and per
+ * measure (latency, tool calls, cost of priced attempts), every attempt's value ranked over both runs
+ * (tied values share their mean rank) — the size of each run's sample, run b's rank sum and the tie
+ * term Σ(t³ − t). Computed in ClickHouse over every attempt of the two runs: only one row per task
+ * and measure leaves the store, however many attempts there are. core/compare `measureRanks` computes
+ * the same from raw attempts. The two runs may be the same run.
+ */
+export async function attemptRanks(reader: StoreReader, runA: string, runB: string): Promise<MeasureRanks[]> {
+  const rows = await reader.query<{ suite: string; task_id: string; measure: Measure; n1: string | number; n2: string | number; rank_sum_2: number; tie_term: number }>(
+    `WITH measured AS (
+       SELECT suite, task_id, side, m.1 AS measure, m.2 AS value
+       FROM (
+         SELECT suite, task_id, 0 AS side, latency_ms, tool_call_count, cost_usd FROM attempts FINAL WHERE run_id = {a:String}
+         UNION ALL
+         SELECT suite, task_id, 1 AS side, latency_ms, tool_call_count, cost_usd FROM attempts FINAL WHERE run_id = {b:String}
+       )
+       ARRAY JOIN [('latency_ms', toNullable(latency_ms)), ('tool_calls', toNullable(toFloat64(tool_call_count))), ('cost_usd', cost_usd)] AS m
+       WHERE value IS NOT NULL
+     ),
+     tied AS (
+       SELECT suite, task_id, measure, value, countIf(side = 0) AS in_a, countIf(side = 1) AS in_b
+       FROM measured GROUP BY suite, task_id, measure, value
+     ),
+     ranked AS (
+       SELECT suite, task_id, measure, in_a, in_b, toFloat64(in_a + in_b) AS t,
+         sum(in_a + in_b) OVER (PARTITION BY suite, task_id, measure ORDER BY value ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS through
+       FROM tied
+     )
+     SELECT suite, task_id, measure, sum(in_a) AS n1, sum(in_b) AS n2,
+       sum(in_b * (through - (t - 1) / 2)) AS rank_sum_2, sum(t * t * t - t) AS tie_term
+     FROM ranked
+     GROUP BY suite, task_id, measure
+     HAVING n1 > 0 AND n2 > 0
+     ORDER BY suite, task_id, measure`,
+    { a: runA, b: runB },
+  )
+  return rows.map((r) => ({
+    suite: r.suite,
+    task_id: r.task_id,
+    measure: r.measure,
+    ranks: { n1: num(r.n1), n2: num(r.n2), rank_sum_2: Number(r.rank_sum_2), tie_term: Number(r.tie_term) },
+  }))
 }
 
 /** Mean tokens per attempt of earlier attempts of a suite with a model, for cost estimates; undefined when there are none. */

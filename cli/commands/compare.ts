@@ -13,8 +13,11 @@ export default class Compare extends ForgeCommand {
     'Per task: a two-proportion z-test (Fisher exact when an expected cell count is below 5), Benjamini–Hochberg across ' +
     "tasks; a task is flagged only when significant after correction and its rate dropped. Also flags tool usage that changed " +
     '(which tools are called, and the usual order — tested the same way), and cost per attempt, p50/p90 latency or tool calls ' +
-    'per attempt that grew beyond the allowed deltas. Warns when the suite content, price table, judge model or judge prompt ' +
-    'differ. Exit codes: 0 no regression, 6 regression found, 2 bad input, 5 store error.'
+    "per attempt that increased: every attempt's value is ranked in the store and tested (Mann–Whitney U per task, van Elteren " +
+    'per suite with tasks as strata, Benjamini–Hochberg across all of them); a figure is flagged only when significant after ' +
+    'correction, higher in the candidate AND grown beyond the allowed deltas. --json gives each figure its test, p, adjusted p (q) ' +
+    'and verdict. Warns when the suite content, price table, judge model or judge prompt differ. ' +
+    'Exit codes: 0 no regression, 6 regression found, 2 bad input, 5 store error.'
   static override examples = [
     '<%= config.bin %> compare r20261130024500-a1b2c3 r20261130031200-d4e5f6',
     '<%= config.bin %> compare --baseline latest',
@@ -27,7 +30,7 @@ export default class Compare extends ForgeCommand {
   }
   static override flags = {
     baseline: Flags.string({ char: 'b', summary: 'Compare against a baseline: latest (for the run\'s suite), a name, name@version, or a commit hash.' }),
-    fdr: Flags.string({ summary: `False-discovery rate for Benjamini–Hochberg (default ${DEFAULT_THRESHOLDS.fdr}).` }),
+    fdr: Flags.string({ summary: `False-discovery rate for Benjamini–Hochberg, for success, tool usage and cost/latency/tool calls (default ${DEFAULT_THRESHOLDS.fdr}).` }),
     'max-cost-increase': Flags.string({ summary: `Relative increase of cost per attempt that is flagged (default ${DEFAULT_THRESHOLDS.cost_increase}).` }),
     'max-latency-increase': Flags.string({ summary: `Relative increase of p50/p90 latency that is flagged (default ${DEFAULT_THRESHOLDS.latency_increase}) …` }),
     'min-latency-ms': Flags.string({ summary: `… when it is also at least this many ms (default ${DEFAULT_THRESHOLDS.latency_min_ms}).` }),

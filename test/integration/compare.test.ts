@@ -1,13 +1,17 @@
 /**
  * Regression detection end to end on the embedded stack: pairs of mock runs where run b has a
  * planted drop on a few tasks (the mock's `task_skill`), compared from ClickHouse. Across several
- * seeds and both small suites, exactly the dropped tasks are flagged. Then baselines and the CLI.
+ * seeds and both small suites, exactly the dropped tasks are flagged. Then efficiency: the same agent
+ * with another seed is not flagged, a slower one (`delay_ms`) or one that loops on tools is. Then
+ * baselines and the CLI.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { setBaseline } from '../../app/baselines.js'
-import { compareStoredRuns } from '../../app/compare.js'
+import { compareStoredRuns, type CompareReport } from '../../app/compare.js'
 import { runSuite, type RunReport } from '../../app/run.js'
 import { openReader } from '../../app/store-access.js'
+import { measureRanks, type MetricChange } from '../../core/compare.js'
+import { attemptMeasurements, attemptRanks } from '../../store/repositories.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 
 let stack: TestStack
@@ -77,11 +81,88 @@ describe('forge compare of two mock runs with a planted drop', () => {
   it('finds no regression between two runs of the same agent with different seeds', async () => {
     const { a } = runs.get('e2e-1')!
     const again = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'e2e-1-again', adapterConfig: { skill: SKILL } })
+    runs.set('again', { a, b: again })
     const report = await compare({ runA: a.run_id, runB: again.run_id })
     expect({ regression: report.regression, findings: report.findings }).toEqual({
       regression: false,
       findings: { success: 0, tool_usage: 0, cost: 0, latency: 0, tool_calls: 0 },
     })
+    // every efficiency figure was tested on all 40 attempts of each run, and none increased
+    const taskMetrics = report.suites[0]!.tasks.flatMap((t) => t.metrics)
+    expect(taskMetrics.every((m) => m.test === 'mann-whitney u' && m.n_a === ATTEMPTS && m.n_b === ATTEMPTS && m.verdict !== 'increased')).toBe(true)
+    expect(report.suites[0]!.metrics.map((m) => m.test)).toEqual(['van elteren', 'van elteren', 'van elteren', 'van elteren'])
+
+    const cli = forge(['compare', a.run_id, again.run_id, '--json'], stack.env)
+    expect(cli.status).toBe(0)
+    const parsed = JSON.parse(cli.stdout) as CompareReport
+    const first = parsed.suites[0]!.tasks[0]!.metrics.find((m) => m.metric === 'tool_calls_per_attempt')!
+    expect(Object.keys(first)).toEqual(['metric', 'a', 'b', 'relative', 'beyond_delta', 'test', 'method', 'n_a', 'n_b', 'effect', 'z', 'p', 'q', 'verdict', 'flagged'])
+    expect({ test: first.test, p: typeof first.p, q: typeof first.q, flagged: first.flagged }).toEqual({ test: 'mann-whitney u', p: 'number', q: 'number', flagged: false })
+  })
+
+  it('ranks per-attempt values in SQL exactly as core ranks the raw attempts', async () => {
+    const { a, b } = runs.get('again')!
+    const reader = await openReader(stack.config)
+    try {
+      const sql = await attemptRanks(reader, a.run_id, b.run_id)
+      const raw = measureRanks(await attemptMeasurements(reader, a.run_id), await attemptMeasurements(reader, b.run_id))
+      expect(sql).toEqual(raw)
+      // 5 tasks × latency, tool calls and cost (the mock's model is priced, at 0)
+      expect(sql.map((r) => r.measure)).toEqual(Array.from({ length: 5 }, () => ['cost_usd', 'latency_ms', 'tool_calls']).flat())
+      // a run against itself: the same attempts in both samples
+      const self = await attemptRanks(reader, a.run_id, a.run_id)
+      expect(self).toEqual(measureRanks(await attemptMeasurements(reader, a.run_id), await attemptMeasurements(reader, a.run_id)))
+    } finally {
+      await reader.close()
+    }
+  })
+
+  const flagged = (report: CompareReport, metric: MetricChange['metric']) =>
+    report.suites[0]!.tasks.filter((t) => t.metrics.some((m) => m.metric === metric && m.flagged)).map((t) => t.task_id)
+
+  it('flags a slower agent: the same agent with delay_ms 100 is slower on every task, and nothing else is flagged', async () => {
+    const base = { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'slow' }
+    const a = await runSuite(stack.config, { ...base, adapterConfig: { skill: SKILL } })
+    const b = await runSuite(stack.config, { ...base, adapterConfig: { skill: SKILL, delay_ms: 100 } })
+    const report = await compare({ runA: a.run_id, runB: b.run_id })
+    const tasks = report.suites[0]!.tasks.map((t) => t.task_id)
+    expect({ p50: flagged(report, 'latency_p50_ms'), success: report.findings.success, tool_calls: report.findings.tool_calls, tool_usage: report.findings.tool_usage }).toEqual({
+      p50: tasks,
+      success: 0,
+      tool_calls: 0,
+      tool_usage: 0,
+    })
+    const p50 = report.suites[0]!.tasks[0]!.metrics.find((m) => m.metric === 'latency_p50_ms')!
+    expect({ test: p50.test, verdict: p50.verdict, slower: p50.b! - p50.a! >= 100, q: p50.q! <= 0.05 }).toEqual({
+      test: 'mann-whitney u',
+      verdict: 'increased',
+      slower: true,
+      q: true,
+    })
+
+    // the mock answers in well under a millisecond: a's p50 may print as 0 ms, with no relative change
+    const text = forge(['compare', a.run_id, b.run_id], stack.env)
+    expect(text.status).toBe(6)
+    expect(text.stdout).toMatch(new RegExp(`${tasks[0]}: latency p50 [\\d.]+ ms → [\\d.]+ ms \\((\\+\\d+%; )?mann-whitney u, q \\S+, increased\\)`))
+    expect(text.stdout).toMatch(/^REGRESSION: 0 task\(s\) dropped significantly, 0 changed tool usage, 0 cost, \d+ latency and 0 tool-call increase\(s\)/m)
+  })
+
+  it('flags an agent that loops on its tools where the baseline gave up without calling any', async () => {
+    // half the attempts fail in both runs: a's refuse, b's repeat a call until the budget stops them
+    const base = { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'loops' }
+    const a = await runSuite(stack.config, { ...base, adapterConfig: { skill: 0.5, failure_modes: { refusal: 1 } } })
+    const b = await runSuite(stack.config, { ...base, adapterConfig: { skill: 0.5, failure_modes: { call_loop: 1 } } })
+    const report = await compare({ runA: a.run_id, runB: b.run_id })
+    expect(flagged(report, 'tool_calls_per_attempt')).toEqual(report.suites[0]!.tasks.map((t) => t.task_id))
+    expect(report.suites[0]!.metrics.find((m) => m.metric === 'tool_calls_per_attempt')).toMatchObject({ test: 'van elteren', verdict: 'increased' })
+    expect({ success: report.findings.success, tool_calls: report.findings.tool_calls, regression: report.regression }).toEqual({
+      success: 0,
+      tool_calls: report.suites[0]!.tasks.length + 1,
+      regression: true,
+    })
+    const text = forge(['compare', a.run_id, b.run_id], stack.env)
+    expect(text.status).toBe(6)
+    expect(text.stdout).toMatch(/suite smoke: tool calls per attempt [\d.]+ → [\d.]+ \(\+\d+%; van elteren, q \S+, increased\)/)
   })
 
   it('compares against a stored baseline, newest version of a name or latest for the suite', async () => {

@@ -14,6 +14,7 @@ import {
   twoProportionZTest,
   twoSidedP,
 } from '../../core/hypothesis.js'
+import { mannWhitneyTest, mannWhitneyU, rankSums, vanElterenTest } from '../../core/rank-tests.js'
 
 const close = (actual: number, expected: number, relative = 1e-9): void => {
   expect(Math.abs(actual - expected)).toBeLessThanOrEqual(Math.abs(expected) * relative + 1e-15)
@@ -179,5 +180,112 @@ describe('attemptsForPower', () => {
     expect(() => attemptsForPower(0.3, 0.5)).toThrow(RangeError)
     expect(() => attemptsForPower(1.2, 0.1)).toThrow(RangeError)
     expect(() => attemptsForPower(0.9, 0.1, 0.05, 1)).toThrow(RangeError)
+  })
+})
+
+describe('mannWhitneyU', () => {
+  // scipy.stats.mannwhitneyu(y, x) (method 'auto', use_continuity=True, two-sided): its statistic is U of
+  // y, our second sample. Computed with scipy 1.17.1.
+  const reference: { name: string; x: number[]; y: number[]; u: number; p: number; method: 'exact' | 'normal' }[] = [
+    { name: 'exact, 5 × 6', x: [1.1, 2.3, 3.5, 4.2, 5.9], y: [2.0, 6.1, 7.3, 8.8, 9.4, 10.0], u: 26, p: 0.05194805194805195, method: 'exact' },
+    {
+      name: 'exact, 3 × 30',
+      x: [15.7, 22.25, 31.3],
+      y: Array.from({ length: 30 }, (_, i) => i + 1.5),
+      u: 24,
+      p: 0.21077712609970678,
+      method: 'exact',
+    },
+    { name: 'exact, far tail', x: [0.1, 0.2, 0.3], y: Array.from({ length: 30 }, (_, i) => i + 1), u: 90, p: 0.00036656891495601173, method: 'exact' },
+    {
+      name: 'exact, 8 × 12',
+      x: [3.1, 4.7, 1.2, 8.8, 6.5, 2.9, 7.7, 5.4],
+      y: [9.1, 4.9, 12.5, 10.3, 6.6, 11.8, 13.2, 8.1, 14.4, 7.9, 15.6, 10.8],
+      u: 88,
+      p: 0.0010637453361911566,
+      method: 'exact',
+    },
+    {
+      name: 'tool-call counts, many ties',
+      x: [2, 2, 2, 3, 2, 6, 2, 2, 0, 2, 2, 3, 2, 2, 6, 2, 2, 2, 0, 2],
+      y: [2, 3, 2, 3, 3, 6, 2, 3, 3, 2, 4, 3, 2, 3, 6, 3, 2, 3, 3, 2, 3, 3],
+      u: 323,
+      p: 0.004790254252298535,
+      method: 'normal',
+    },
+    {
+      name: 'normal, 20 × 20',
+      x: [12.1, 15.3, 9.8, 11.2, 14.7, 10.5, 13.9, 12.6, 11.8, 10.1, 16.2, 13.3, 12.2, 9.5, 14.1, 11.5, 15.8, 10.9, 13.6, 12.9],
+      y: [13.4, 17.2, 12.8, 16.5, 14.9, 18.1, 15.2, 13.7, 16.9, 19.3, 14.4, 15.6, 17.8, 12.4, 16.1, 18.6, 14.0, 15.9, 17.4, 13.1],
+      u: 341,
+      p: 0.0001443825593152782,
+      method: 'normal',
+    },
+    {
+      name: 'normal, nearly separated',
+      x: Array.from({ length: 40 }, (_, i) => i + 1),
+      y: Array.from({ length: 40 }, (_, i) => i + 36.5),
+      u: 1590,
+      p: 3.0315111795689904e-14,
+      method: 'normal',
+    },
+  ]
+  for (const r of reference) {
+    it(`matches scipy: ${r.name}`, () => {
+      const test = mannWhitneyU(r.x, r.y)
+      expect({ test: test.test, method: test.method, u: test.u, effect: test.effect }).toEqual({
+        test: 'mann-whitney u',
+        method: r.method,
+        u: r.u,
+        effect: r.u / (r.x.length * r.y.length),
+      })
+      close(test.p, r.p, 1e-9)
+      // the test is symmetric: swapping the samples mirrors U and keeps p
+      const swapped = mannWhitneyU(r.y, r.x)
+      expect(swapped.u).toBe(r.x.length * r.y.length - r.u)
+      close(swapped.p, r.p, 1e-9)
+    })
+  }
+
+  it('ranks ties by their mean rank and sums the tie term', () => {
+    // pooled 1, 2, 2, 2, 5: ranks 1, 3, 3, 3, 5; y = [2, 5] has rank sum 8; one group of 3 ties: 27 − 3
+    expect(rankSums([1, 2, 2], [2, 5])).toEqual({ n1: 3, n2: 2, rank_sum_2: 8, tie_term: 24 })
+  })
+  it('gives p = 1 when every value is tied (scipy returns NaN there) and refuses an empty sample', () => {
+    expect(mannWhitneyU([3, 3, 3, 3, 3, 3, 3, 3, 3], [3, 3, 3, 3, 3, 3, 3, 3, 3, 3])).toEqual({
+      test: 'mann-whitney u',
+      method: 'normal',
+      u: 45,
+      effect: 0.5,
+      z: 0,
+      p: 1,
+    })
+    expect(() => mannWhitneyU([], [1, 2])).toThrow(/at least one value in each sample/)
+    expect(() => mannWhitneyTest({ n1: 3, n2: 0, rank_sum_2: 0, tie_term: 0 })).toThrow(RangeError)
+  })
+})
+
+describe('vanElterenTest', () => {
+  // no scipy function: computed by hand with numpy and scipy.stats.rankdata per stratum —
+  // T = Σ (W_s − n2(N+1)/2) / (N+1), Var = Σ n1·n2/12·((N+1) − Σ(t³−t)/(N(N−1))) / (N+1)², z = T/√Var,
+  // p = 2·norm.sf(|z|) — over the 'many ties' and '20 × 20' samples above and an all-tied stratum
+  it('matches a hand computation with scipy.stats.rankdata', () => {
+    const ties = rankSums([2, 2, 2, 3, 2, 6, 2, 2, 0, 2, 2, 3, 2, 2, 6, 2, 2, 2, 0, 2], [2, 3, 2, 3, 3, 6, 2, 3, 3, 2, 4, 3, 2, 3, 6, 3, 2, 3, 3, 2, 3, 3])
+    const twenty = rankSums(
+      [12.1, 15.3, 9.8, 11.2, 14.7, 10.5, 13.9, 12.6, 11.8, 10.1, 16.2, 13.3, 12.2, 9.5, 14.1, 11.5, 15.8, 10.9, 13.6, 12.9],
+      [13.4, 17.2, 12.8, 16.5, 14.9, 18.1, 15.2, 13.7, 16.9, 19.3, 14.4, 15.6, 17.8, 12.4, 16.1, 18.6, 14.0, 15.9, 17.4, 13.1],
+    )
+    const flat = rankSums([5, 5, 5], [5, 5])
+    const test = vanElterenTest([ties, twenty, flat])
+    expect({ test: test.test, strata: test.strata }).toEqual({ test: 'van elteren', strata: 3 })
+    close(test.z, 4.721264822864941, 1e-12)
+    close(test.p, 2.3438253061896397e-6, 1e-9)
+    // the runs swapped: the same p, the opposite sign
+    const swapped = vanElterenTest([ties, twenty, flat].map((s) => ({ n1: s.n2, n2: s.n1, rank_sum_2: ((s.n1 + s.n2) * (s.n1 + s.n2 + 1)) / 2 - s.rank_sum_2, tie_term: s.tie_term })))
+    close(swapped.z, -4.721264822864941, 1e-12)
+  })
+  it('skips strata with an empty sample and gives p = 1 when nothing can differ', () => {
+    expect(vanElterenTest([{ n1: 4, n2: 0, rank_sum_2: 0, tie_term: 0 }, rankSums([1, 1], [1])])).toEqual({ test: 'van elteren', strata: 1, z: 0, p: 1 })
+    expect(vanElterenTest([])).toEqual({ test: 'van elteren', strata: 0, z: 0, p: 1 })
   })
 })
