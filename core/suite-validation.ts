@@ -6,6 +6,7 @@
 import type { z } from 'zod'
 import { SuiteManifest, Task } from './contracts/index.js'
 import { fixtureRefsOf, validateGraderSpec } from './graders/index.js'
+import { schemaProblems } from './json-schema.js'
 
 /** One thing wrong with a suite: the file (relative to the suite directory), the field, what is wrong. */
 export interface SuiteProblem {
@@ -70,6 +71,14 @@ export function zodProblems(file: string, error: z.ZodError, prefix: IssuePath =
     problems.push({ file, path: formatIssuePath(path), message: missing ? `required field missing (expected ${issue.expected})` : issue.message })
   }
   return problems
+}
+
+/**
+ * Problems of one tool's `input_schema` (the tool `tools[index]` of the tools module `file`): an
+ * unknown keyword or a malformed one would otherwise be skipped when arguments are checked.
+ */
+export function toolSchemaProblems(file: string, index: number, name: string, schema: unknown): SuiteProblem[] {
+  return schemaProblems(schema).map((problem) => ({ file, path: `tools[${index}].input_schema`, message: `tool "${name}": ${problem}` }))
 }
 
 /** Parses `suite.yaml`; the loader cannot find anything else without it, so it is checked first. */

@@ -16,6 +16,7 @@ import {
   goldenFileName,
   normalizeRelative,
   parseManifest,
+  toolSchemaProblems,
   validateSuite,
   zodProblems,
   type SuiteDocument,
@@ -273,6 +274,11 @@ async function importTools(
     const spec = ToolSpec.safeParse({ name: def['name'], description: def['description'], input_schema: def['input_schema'] })
     if (!spec.success) {
       problems.push(...zodProblems(where, spec.error, [`tools`, i]))
+      return
+    }
+    const schemaIssues = toolSchemaProblems(where, i, spec.data.name, spec.data.input_schema)
+    if (schemaIssues.length > 0) {
+      problems.push(...schemaIssues)
       return
     }
     const run = def['run']

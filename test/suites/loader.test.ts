@@ -161,6 +161,27 @@ describe('loadSuite reports each kind of problem, naming the file and the field'
       path: '',
       message: /cannot import/,
     },
+    {
+      name: 'a tool input_schema keyword the checker does not know',
+      overrides: { 'tools.mjs': (BASELINE['tools.mjs'] as string).replace("message: { type: 'string' } }, required: ['message'], additionalProperties", "message: { type: 'string', minLenght: 1 } }, required: ['message'], additionalProperties") },
+      file: 'tools.mjs',
+      path: 'tools[0].input_schema',
+      message: /^tool "echo": #\/properties\/message: unsupported keyword "minLenght"$/,
+    },
+    {
+      name: 'a tool input_schema pattern that does not compile',
+      overrides: { 'tools.mjs': (BASELINE['tools.mjs'] as string).replace("message: { type: 'string' } }, required: ['message'] }", "message: { type: 'string', pattern: '([a-z' } }, required: ['message'] }") },
+      file: 'tools.mjs',
+      path: 'tools[1].input_schema',
+      message: /^tool "shout": #\/properties\/message\/pattern: does not compile: /,
+    },
+    {
+      name: 'a json_schema grader keyword the checker does not know',
+      overrides: { 'tasks/beta.yaml': (BASELINE['tasks/beta.yaml'] as string).replace('  - type: contains\n    expected: HEY', '  - type: json_schema\n    schema: { type: string, maxLenght: 3 }') },
+      file: 'tasks/beta.yaml',
+      path: 'graders[0].schema',
+      message: /^#: unsupported keyword "maxLenght"$/,
+    },
   ]
 
   for (const c of cases) {
