@@ -1,6 +1,6 @@
 /**
  * Suite validation: turns the already-parsed files of a suite into tasks, or into a list of every
- * problem found — YAML syntax, schema violations and dangling references (tools, invariants,
+ * problem found — YAML/JSON syntax, files that are not task files, schema violations and dangling references (tools, invariants,
  * graders, goldens, fixtures) — so an author fixes them all in one pass. Pure: the loader does the I/O.
  */
 import type { z } from 'zod'
@@ -16,8 +16,15 @@ export interface SuiteProblem {
   message: string
 }
 
-/** A YAML file after parsing: its data, or the syntax error that stopped the parser. */
-export type SuiteDocument = { file: string; data: unknown } | { file: string; yamlError: string }
+/** A YAML or JSON file after parsing: its data, or the syntax error that stopped the parser. */
+export type SuiteDocument = { file: string; data: unknown } | { file: string; syntaxError: string }
+
+/** The format of a task file by its name: `*.yaml` / `*.yml` or `*.json`; undefined for anything else. */
+export function taskFileFormat(file: string): 'yaml' | 'json' | undefined {
+  if (/\.ya?ml$/i.test(file)) return 'yaml'
+  if (/\.json$/i.test(file)) return 'json'
+  return undefined
+}
 
 export interface SuiteInventory {
   manifest: SuiteManifest
@@ -85,7 +92,7 @@ export function toolSchemaProblems(file: string, index: number, name: string, sc
 export function parseManifest(
   doc: SuiteDocument,
 ): { ok: true; manifest: SuiteManifest } | { ok: false; problems: SuiteProblem[] } {
-  if ('yamlError' in doc) return { ok: false, problems: [{ file: doc.file, path: '', message: doc.yamlError }] }
+  if ('syntaxError' in doc) return { ok: false, problems: [{ file: doc.file, path: '', message: doc.syntaxError }] }
   const parsed = SuiteManifest.safeParse(doc.data ?? {})
   if (!parsed.success) return { ok: false, problems: zodProblems(doc.file, parsed.error) }
   return { ok: true, manifest: parsed.data }
@@ -104,15 +111,19 @@ export function validateSuite(inventory: SuiteInventory): SuiteValidation {
   const fileById = new Map<string, string>()
 
   for (const doc of inventory.taskDocuments) {
-    if ('yamlError' in doc) {
-      problems.push({ file: doc.file, path: '', message: doc.yamlError })
+    if ('syntaxError' in doc) {
+      problems.push({ file: doc.file, path: '', message: doc.syntaxError })
       continue
     }
-    const { file, data } = doc
-    if (!isRecord(data)) {
-      problems.push({ file, path: '', message: `a task file must be a YAML mapping, got ${describe(data)}` })
+    const { file } = doc
+    if (!isRecord(doc.data)) {
+      const json = taskFileFormat(file) === 'json'
+      problems.push({ file, path: '', message: `a task file must be a ${json ? 'JSON object' : 'YAML mapping'}, got ${describe(doc.data, json)}` })
       continue
     }
+    // `$schema` only points editors at `forge tasks schema`; it is no part of the task
+    const { $schema, ...rest } = doc.data
+    const data = typeof $schema === 'string' ? rest : doc.data
 
     const parsed = Task.safeParse(data)
     if (!parsed.success) problems.push(...zodProblems(file, parsed.error))
@@ -312,8 +323,9 @@ function available(kind: string, names: Set<string>): string {
   return names.size === 0 ? `this suite defines no ${kind}` : `this suite has: ${[...names].sort().join(', ')}`
 }
 
-function describe(value: unknown): string {
+function describe(value: unknown, json = false): string {
+  if (json && value === null) return 'null'
   if (value === null || value === undefined) return 'an empty document'
-  if (Array.isArray(value)) return 'a list'
+  if (Array.isArray(value)) return json ? 'an array' : 'a list'
   return `a ${typeof value}`
 }
