@@ -25,7 +25,7 @@ import { buildInvocationPayload } from '../engine/attempt-runner.js'
 import { PriceTableError } from '../engine/llm/errors.js'
 import { priceTableFor } from '../engine/llm/price-table.js'
 import { loadSuite } from '../engine/suite-loader.js'
-import { adapters } from '../engine/adapters/index.js'
+import { adapters, validateAdapterConfig } from '../engine/adapters/index.js'
 import { judgeTaskQueue } from '../engine/judge/queue.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { openReader } from './store-access.js'
@@ -116,6 +116,8 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
   // workers read the table from the adapter config (engine/llm/price-table.ts); absolute, so any worker finds it
   if (opts.priceTable !== undefined) adapterConfig['price_table'] = resolve(opts.priceTable)
   else if (typeof adapterConfig['price_table'] === 'string') adapterConfig['price_table'] = resolve(adapterConfig['price_table'])
+  const adapterCheck = validateAdapterConfig(opts.adapter, adapterConfig)
+  if (!adapterCheck.ok) throw new ConfigError(adapterCheck.message)
   let priceTable: PriceTable
   try {
     priceTable = await priceTableFor(adapterConfig)

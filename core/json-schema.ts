@@ -1,9 +1,11 @@
 /**
- * A JSON Schema checker for grading outputs (the `json_schema` grader) and judge replies: the
- * validation vocabulary of draft-07 / 2020-12 that answers are shaped with — type, enum, const,
- * objects, arrays, strings, numbers, combinators, if/then/else and local `$ref`s. A keyword it does
- * not know is a problem of the schema (reported by `schemaProblems`), never silently ignored: a
- * grader that skips a rule would pass answers it should fail. Pure.
+ * Forge's one JSON Schema checker, for every value checked against a suite's schema: outputs (the
+ * `json_schema` grader) and tool arguments (the tool proxy, through core/tool-args.ts). It knows the
+ * validation vocabulary of draft-07 / 2020-12 that answers and arguments are shaped with — type,
+ * enum, const, objects, arrays, strings, numbers, combinators, if/then/else and local `$ref`s. A
+ * keyword it does not know is a problem of the schema (reported by `schemaProblems`, which the
+ * suite loader turns into a load error), never silently ignored: a checker that skips a rule would
+ * pass answers or arguments it should refuse. Pure.
  */
 
 export type JsonSchema = Record<string, unknown> | boolean
@@ -192,14 +194,15 @@ export function schemaProblems(schema: unknown): string[] {
 }
 
 /**
- * Where `value` breaks `schema` (at most `maxViolations`, default 20); [] when it matches. The
- * schema must have passed `schemaProblems`: malformed keywords are skipped here, not reported.
+ * Where `value` breaks `schema` (at most `maxViolations`, default 20); [] when it matches. Paths
+ * start at `root` (default `$`). The schema must have passed `schemaProblems`: malformed keywords
+ * are skipped here, not reported.
  */
-export function validateJson(schema: JsonSchema, value: unknown, opts: { maxViolations?: number } = {}): SchemaViolation[] {
+export function validateJson(schema: JsonSchema, value: unknown, opts: { maxViolations?: number; root?: string } = {}): SchemaViolation[] {
   const max = opts.maxViolations ?? 20
   const violations: SchemaViolation[] = []
   const refDepth = { current: 0 }
-  check(schema, schema, value, '$', violations, refDepth)
+  check(schema, schema, value, opts.root ?? '$', violations, refDepth)
   return violations.slice(0, max)
 }
 
@@ -241,7 +244,8 @@ function check(root: JsonSchema, schema: JsonSchema, value: unknown, path: strin
   if (type !== undefined) {
     const types = typeof type === 'string' ? [type] : Array.isArray(type) ? (type as string[]) : []
     if (types.length > 0 && !types.some((t) => hasType(value, t))) {
-      fail(`expected ${types.join(' or ')}, got ${typeOf(value) === 'integer' ? 'number' : typeOf(value)} ${show(value)}`)
+      const actual = typeOf(value) === 'integer' ? 'number' : typeOf(value)
+      fail(`expected ${types.join(' or ')}, got ${value === null ? 'null' : `${actual} ${show(value)}`}`)
       return
     }
   }

@@ -1,11 +1,12 @@
 /**
  * Suite validation: turns the already-parsed files of a suite into tasks, or into a list of every
- * problem found — YAML syntax, schema violations and dangling references (tools, invariants,
+ * problem found — YAML/JSON syntax, files that are not task files, schema violations and dangling references (tools, invariants,
  * graders, goldens, fixtures) — so an author fixes them all in one pass. Pure: the loader does the I/O.
  */
 import type { z } from 'zod'
 import { SuiteManifest, Task } from './contracts/index.js'
 import { fixtureRefsOf, validateGraderSpec } from './graders/index.js'
+import { schemaProblems } from './json-schema.js'
 
 /** One thing wrong with a suite: the file (relative to the suite directory), the field, what is wrong. */
 export interface SuiteProblem {
@@ -15,8 +16,15 @@ export interface SuiteProblem {
   message: string
 }
 
-/** A YAML file after parsing: its data, or the syntax error that stopped the parser. */
-export type SuiteDocument = { file: string; data: unknown } | { file: string; yamlError: string }
+/** A YAML or JSON file after parsing: its data, or the syntax error that stopped the parser. */
+export type SuiteDocument = { file: string; data: unknown } | { file: string; syntaxError: string }
+
+/** The format of a task file by its name: `*.yaml` / `*.yml` or `*.json`; undefined for anything else. */
+export function taskFileFormat(file: string): 'yaml' | 'json' | undefined {
+  if (/\.ya?ml$/i.test(file)) return 'yaml'
+  if (/\.json$/i.test(file)) return 'json'
+  return undefined
+}
 
 export interface SuiteInventory {
   manifest: SuiteManifest
@@ -72,11 +80,19 @@ export function zodProblems(file: string, error: z.ZodError, prefix: IssuePath =
   return problems
 }
 
+/**
+ * Problems of one tool's `input_schema` (the tool `tools[index]` of the tools module `file`): an
+ * unknown keyword or a malformed one would otherwise be skipped when arguments are checked.
+ */
+export function toolSchemaProblems(file: string, index: number, name: string, schema: unknown): SuiteProblem[] {
+  return schemaProblems(schema).map((problem) => ({ file, path: `tools[${index}].input_schema`, message: `tool "${name}": ${problem}` }))
+}
+
 /** Parses `suite.yaml`; the loader cannot find anything else without it, so it is checked first. */
 export function parseManifest(
   doc: SuiteDocument,
 ): { ok: true; manifest: SuiteManifest } | { ok: false; problems: SuiteProblem[] } {
-  if ('yamlError' in doc) return { ok: false, problems: [{ file: doc.file, path: '', message: doc.yamlError }] }
+  if ('syntaxError' in doc) return { ok: false, problems: [{ file: doc.file, path: '', message: doc.syntaxError }] }
   const parsed = SuiteManifest.safeParse(doc.data ?? {})
   if (!parsed.success) return { ok: false, problems: zodProblems(doc.file, parsed.error) }
   return { ok: true, manifest: parsed.data }
@@ -90,15 +106,19 @@ export function validateSuite(inventory: SuiteInventory): SuiteValidation {
   const fileById = new Map<string, string>()
 
   for (const doc of inventory.taskDocuments) {
-    if ('yamlError' in doc) {
-      problems.push({ file: doc.file, path: '', message: doc.yamlError })
+    if ('syntaxError' in doc) {
+      problems.push({ file: doc.file, path: '', message: doc.syntaxError })
       continue
     }
-    const { file, data } = doc
-    if (!isRecord(data)) {
-      problems.push({ file, path: '', message: `a task file must be a YAML mapping, got ${describe(data)}` })
+    const { file } = doc
+    if (!isRecord(doc.data)) {
+      const json = taskFileFormat(file) === 'json'
+      problems.push({ file, path: '', message: `a task file must be a ${json ? 'JSON object' : 'YAML mapping'}, got ${describe(doc.data, json)}` })
       continue
     }
+    // `$schema` only points editors at `forge tasks schema`; it is no part of the task
+    const { $schema, ...rest } = doc.data
+    const data = typeof $schema === 'string' ? rest : doc.data
 
     const parsed = Task.safeParse(data)
     if (!parsed.success) problems.push(...zodProblems(file, parsed.error))
@@ -353,8 +373,9 @@ function available(kind: string, names: Set<string>): string {
   return names.size === 0 ? `this suite defines no ${kind}` : `this suite has: ${[...names].sort().join(', ')}`
 }
 
-function describe(value: unknown): string {
+function describe(value: unknown, json = false): string {
+  if (json && value === null) return 'null'
   if (value === null || value === undefined) return 'an empty document'
-  if (Array.isArray(value)) return 'a list'
+  if (Array.isArray(value)) return json ? 'an array' : 'a list'
   return `a ${typeof value}`
 }

@@ -1,6 +1,6 @@
 /**
- * A JSON Schema for task YAML files, for editor completion (e.g. yaml-language-server's
- * `# yaml-language-server: $schema=...`). Derived from the Task contract, with each known grader's
+ * A JSON Schema for task files, YAML or JSON, for editor completion (yaml-language-server's
+ * `# yaml-language-server: $schema=...` comment, or a `"$schema": "..."` key in a JSON task). Derived from the Task contract, with each known grader's
  * config spelled out so editors can complete grader keys too.
  */
 import { z } from 'zod'
@@ -28,7 +28,11 @@ function graderSpecSchema(): Record<string, unknown> {
 /** The JSON Schema (draft-07) of a task file as written: the Task contract's input side. */
 export function taskJsonSchema(): Record<string, unknown> {
   const schema = z.toJSONSchema(Task, options) as Record<string, unknown>
-  const properties = { ...(schema['properties'] as Record<string, Record<string, unknown>>) }
+  const properties: Record<string, Record<string, unknown>> = {
+    // the loader drops it: it only points an editor at this schema
+    $schema: { type: 'string', description: 'Where this schema is, for editors (JSON task files); not part of the task.' },
+    ...(schema['properties'] as Record<string, Record<string, unknown>>),
+  }
   const items = graderSpecSchema()
   for (const key of ['outcome_graders', 'graders']) {
     const property = properties[key]

@@ -1,6 +1,6 @@
 /**
- * Suite loading: finds a suite directory by name, path or npm package, reads its files, imports its
- * tools and invariants modules and hands everything to the pure validator. Every problem found is
+ * Suite loading: finds a suite directory by name, path or npm package, reads its files (task files
+ * in YAML or JSON), imports its tools and invariants modules and hands everything to the pure validator. Every problem found is
  * reported at once in one SuiteLoadError; nothing is returned half-loaded.
  */
 import { createHash } from 'node:crypto'
@@ -16,6 +16,8 @@ import {
   goldenFileName,
   normalizeRelative,
   parseManifest,
+  taskFileFormat,
+  toolSchemaProblems,
   validateSuite,
   zodProblems,
   type SuiteDocument,
@@ -133,14 +135,20 @@ export async function loadSuite(ref: string, cwd: string = process.cwd()): Promi
   if (!isDirectory(path.join(suitePath, tasksDir))) {
     problems.push({ file: MANIFEST_FILE, path: 'tasks', message: `tasks directory "${manifest.tasks}" not found` })
   }
-  const taskFiles = under(tasksDir).filter((f) => /\.ya?ml$/i.test(f))
-  if (taskFiles.length === 0 && isDirectory(path.join(suitePath, tasksDir))) {
-    problems.push({ file: MANIFEST_FILE, path: 'tasks', message: `no *.yaml task files under "${manifest.tasks}"` })
-  }
+  // every file there is a task (YAML or JSON): anything else is an error, never skipped
   const taskDocuments: SuiteDocument[] = []
-  for (const relative of taskFiles) {
+  for (const relative of under(tasksDir)) {
     const file = `${tasksDir}/${relative}`
-    taskDocuments.push(parseYaml(file, await readFile(path.join(suitePath, file), 'utf8')))
+    const format = taskFileFormat(file)
+    if (format === undefined) {
+      problems.push({ file, path: '', message: `not a task file: the tasks directory "${manifest.tasks}" holds only *.yaml, *.yml and *.json task files` })
+      continue
+    }
+    const text = await readFile(path.join(suitePath, file), 'utf8')
+    taskDocuments.push(format === 'json' ? parseJson(file, text) : parseYaml(file, text))
+  }
+  if (taskDocuments.length === 0 && isDirectory(path.join(suitePath, tasksDir))) {
+    problems.push({ file: MANIFEST_FILE, path: 'tasks', message: `no task files (*.yaml, *.yml, *.json) under "${manifest.tasks}"` })
   }
 
   const version = contentHash.slice(0, 16)
@@ -205,9 +213,27 @@ export function parseYaml(file: string, text: string): SuiteDocument {
   const doc = YAML.parseDocument(text, { prettyErrors: true })
   if (doc.errors.length > 0) {
     const messages = doc.errors.map((e) => (e.message.split('\n')[0] ?? e.message).replace(/:\s*$/, ''))
-    return { file, yamlError: `YAML syntax error: ${messages.join('; ')}` }
+    return { file, syntaxError: `YAML syntax error: ${messages.join('; ')}` }
   }
   return { file, data: doc.toJS() as unknown }
+}
+
+/** Parses one JSON file, turning syntax errors into a message with line and column. */
+export function parseJson(file: string, text: string): SuiteDocument {
+  // editors on Windows write a byte-order mark that JSON.parse refuses
+  const body = text.startsWith('\uFEFF') ? text.slice(1) : text
+  try {
+    return { file, data: JSON.parse(body) as unknown }
+  } catch (error) {
+    const message = errorMessage(error)
+    const position = /at position (\d+)/.exec(message)?.[1]
+    let where = ''
+    if (position !== undefined) {
+      const before = body.slice(0, Number(position)).split('\n')
+      where = ` at line ${before.length}, column ${(before[before.length - 1]?.length ?? 0) + 1}`
+    }
+    return { file, syntaxError: `JSON syntax error: ${message.replace(/ in JSON at position .*$/s, '')}${where}` }
+  }
 }
 
 function parseGolden(file: string, text: string, problems: SuiteProblem[]): AgentTrace | undefined {
@@ -273,6 +299,11 @@ async function importTools(
     const spec = ToolSpec.safeParse({ name: def['name'], description: def['description'], input_schema: def['input_schema'] })
     if (!spec.success) {
       problems.push(...zodProblems(where, spec.error, [`tools`, i]))
+      return
+    }
+    const schemaIssues = toolSchemaProblems(where, i, spec.data.name, spec.data.input_schema)
+    if (schemaIssues.length > 0) {
+      problems.push(...schemaIssues)
       return
     }
     const run = def['run']

@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core'
+import { adapterNames } from '../../engine/adapters/index.js'
 import { dryRun, runSuite, type DryRunReport, type RunEvent, type RunOptions, type RunReport } from '../../app/run.js'
 import { resolveConfig } from '../../stack/config.js'
 import { ConfigError } from '../../stack/errors.js'
@@ -22,7 +23,7 @@ export default class Run extends ForgeCommand {
   ]
   static override flags = {
     suite: Flags.string({ char: 's', summary: 'Suite name (bundled), directory, or npm package.', default: 'smoke' }),
-    adapter: Flags.string({ char: 'a', summary: 'Agent adapter.', default: 'mock' }),
+    adapter: Flags.string({ char: 'a', summary: `Agent adapter: ${adapterNames().join(', ')} (forge adapters list shows each one's --adapter-config).`, default: 'mock' }),
     attempts: Flags.integer({ char: 'n', summary: 'Attempts per task.', default: 5 }),
     seed: Flags.string({ summary: 'Run seed: the same seed reproduces the mock agent and fault decisions.' }),
     workers: Flags.integer({ char: 'w', summary: 'Worker processes to start for this run (more help only with more cores).', default: 1 }),

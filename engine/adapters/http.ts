@@ -21,20 +21,24 @@ import type { AdapterContext, AdapterOutput, AgentAdapter } from '../../core/plu
 import { createLogger, type Logger } from '../logger.js'
 import { startToolEndpoint } from '../tools/endpoint.js'
 import { budgetWatchedToolBox } from '../tools/budget-watch.js'
+import { harnessConfigShape, parseAdapterConfig } from './config-schema.js'
 
 /** ctx.config of the http adapter. */
 export const HttpConfig = z
-  .object({
-    /** the agent service, e.g. http://127.0.0.1:8080 or http://agents.internal/v2 */
-    base_url: z.url({ protocol: /^https?$/ }),
-    reset_path: z.string().default('/reset'),
-    invoke_path: z.string().default('/invoke'),
-    /** per request; default: the task's max_duration_ms (reset: at most 10 s) */
-    timeout_ms: z.number().int().positive().optional(),
-    /** extra request headers, e.g. an API key of the service */
-    headers: z.record(z.string(), z.string()).default({}),
+  .strictObject({
+    base_url: z.url({ protocol: /^https?$/ }).describe('The agent service, e.g. http://127.0.0.1:8080 or http://agents.internal/v2.'),
+    reset_path: z.string().default('/reset').describe('Path under base_url POSTed before every attempt so the service forgets earlier ones.'),
+    invoke_path: z.string().default('/invoke').describe('Path under base_url POSTed with the payload and the tool endpoint.'),
+    timeout_ms: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe("Per request, in ms; default: the task's max_duration_ms (the reset: at most 10 s)."),
+    headers: z.record(z.string(), z.string()).default({}).describe("Extra request headers, e.g. the service's API key."),
+    ...harnessConfigShape,
   })
-  .loose()
+  .describe('Config of the http adapter (--adapter-config).')
 export type HttpConfig = z.output<typeof HttpConfig>
 
 /** Largest response body read from the service. */
@@ -42,12 +46,7 @@ const MAX_RESPONSE_BYTES = 1024 * 1024
 const RESET_TIMEOUT_CAP_MS = 10_000
 
 export function parseHttpConfig(config: Record<string, unknown>): HttpConfig {
-  const parsed = HttpConfig.safeParse(config)
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.map(String).join('.') || '(config)'}: ${i.message}`)
-    throw new Error(`invalid http adapter config: ${problems.join('; ')}`)
-  }
-  return parsed.data
+  return parseAdapterConfig('http', HttpConfig, config)
 }
 
 /**

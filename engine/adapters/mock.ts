@@ -11,6 +11,7 @@ import { z } from 'zod'
 import type { InvocationPayload, ToolSpec } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, ToolBox } from '../../core/plugins.js'
 import { createRng, pick } from '../../core/random.js'
+import { harnessConfigShape, parseAdapterConfig } from './config-schema.js'
 
 /** The ways the mock fails, each a realistic agent failure. */
 export const MOCK_FAILURE_MODES = [
@@ -37,29 +38,22 @@ const probability = z.number().min(0).max(1)
 
 /** ctx.config of the mock adapter; every field optional. */
 export const MockConfig = z
-  .object({
-    /** probability of a clean attempt (0..1) */
-    skill: probability.default(0.8),
-    /** per-task override of `skill` */
-    task_skill: z.record(z.string(), probability).default({}),
-    /** how long the mock "thinks" before answering */
-    delay_ms: z.number().int().nonnegative().default(0),
-    /** relative weights of the failure modes (default: all equal) */
-    failure_modes: z.partialRecord(z.enum(MOCK_FAILURE_MODES), z.number().nonnegative()).optional(),
-    /** the model name stamped on results */
-    model: z.string().optional(),
+  .strictObject({
+    skill: probability.default(0.8).describe('Probability of a clean attempt (0..1).'),
+    task_skill: z.record(z.string(), probability).default({}).describe('Per-task override of skill: task id → probability.'),
+    delay_ms: z.number().int().nonnegative().default(0).describe('How long the mock "thinks" before answering, in ms.'),
+    failure_modes: z
+      .partialRecord(z.enum(MOCK_FAILURE_MODES), z.number().nonnegative())
+      .optional()
+      .describe(`Relative weights of the failure modes (${MOCK_FAILURE_MODES.join(', ')}); default: all equal.`),
+    ...harnessConfigShape,
   })
-  .loose()
+  .describe('Config of the mock adapter (--adapter-config).')
 export type MockConfig = z.output<typeof MockConfig>
 
 /** Parses a mock config; throws with the offending field named. */
 export function parseMockConfig(config: Record<string, unknown>): MockConfig {
-  const parsed = MockConfig.safeParse(config)
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.map(String).join('.') || '(config)'}: ${i.message}`)
-    throw new Error(`invalid mock adapter config: ${problems.join('; ')}`)
-  }
-  return parsed.data
+  return parseAdapterConfig('mock', MockConfig, config)
 }
 
 /** Which way the attempt goes: clean, or one failure mode. A pure function of the seed. */

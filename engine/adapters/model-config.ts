@@ -8,29 +8,37 @@ import { z } from 'zod'
 import type { InvocationPayload, ToolSpec } from '../../core/contracts/index.js'
 import type { AdapterContext, LlmEndpoint } from '../../core/plugins.js'
 import { LlmConfigError } from '../llm/errors.js'
+import { gatewayConfigShape, harnessConfigShape, parseAdapterConfig } from './config-schema.js'
 
 /**
- * ctx.config of a model-backed adapter. `base_url`, `api_key_env` and `price_table` are read by
- * the worker's LLM gateway, not here; unknown keys are left alone for it.
+ * ctx.config of a model-backed adapter (react, single_shot, langgraph; pydantic-ai adds `python`).
+ * `base_url`, `api_key_env` and `price_table` are read by the worker's LLM gateway, not here.
  */
 export const ModelAdapterConfig = z
-  .object({
-    /** the model name sent upstream (`forge run --model`) */
-    model: z.string().min(1),
-    temperature: z.number().min(0).max(2).optional(),
-    top_p: z.number().min(0).max(1).optional(),
-    /** the sampling seed; default: the attempt's seed, so a rerun asks for the same sampling. null sends none */
-    seed: z.number().int().nullable().optional(),
-    /** completion tokens per model call */
-    max_tokens: z.number().int().positive().optional(),
-    frequency_penalty: z.number().min(-2).max(2).optional(),
-    presence_penalty: z.number().min(-2).max(2).optional(),
-    stop: z.union([z.string(), z.array(z.string())]).optional(),
-    /** model calls per attempt (each tool round is one) */
-    max_steps: z.number().int().positive().max(200).default(12),
-    system_prompt: z.string().optional(),
+  .strictObject({
+    model: z
+      .string({ error: (issue) => (issue.input === undefined ? 'required (forge run --model NAME, or "model" in --adapter-config)' : undefined) })
+      .min(1)
+      .describe('The model name sent upstream (what --model sets).'),
+    temperature: z.number().min(0).max(2).optional().describe('Sampling temperature (0..2).'),
+    top_p: z.number().min(0).max(1).optional().describe('Nucleus sampling mass (0..1).'),
+    seed: z
+      .number()
+      .int()
+      .nullable()
+      .optional()
+      .describe("Sampling seed; default: the attempt's seed, so a rerun asks for the same sampling; null sends none."),
+    max_tokens: z.number().int().positive().optional().describe('Completion tokens per model call.'),
+    frequency_penalty: z.number().min(-2).max(2).optional().describe('Frequency penalty (-2..2).'),
+    presence_penalty: z.number().min(-2).max(2).optional().describe('Presence penalty (-2..2).'),
+    stop: z.union([z.string(), z.array(z.string())]).optional().describe('Stop sequence(s).'),
+    max_steps: z.number().int().positive().max(200).default(12).describe('Model calls per attempt (each tool round is one).'),
+    system_prompt: z.string().optional().describe('Replaces the default system prompt (the denylist and tool budget are still appended).'),
+    price_table: harnessConfigShape.price_table,
+    decoding: harnessConfigShape.decoding,
+    ...gatewayConfigShape,
   })
-  .loose()
+  .describe('Config of a model-backed adapter (--adapter-config; --model sets model).')
 export type ModelAdapterConfig = z.output<typeof ModelAdapterConfig>
 
 /** The sampling settings sent with every call of an attempt (only what is set). */
@@ -46,16 +54,7 @@ export interface Decoding {
 
 /** Parses a model adapter's config; throws LlmConfigError naming the field (a missing model says how to give one). */
 export function parseModelConfig(adapter: string, config: Record<string, unknown>): ModelAdapterConfig {
-  const parsed = ModelAdapterConfig.safeParse(config)
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) =>
-      i.path[0] === 'model' && config['model'] === undefined
-        ? 'model: required (forge run --model NAME, or "model" in --adapter-config)'
-        : `${i.path.map(String).join('.') || '(config)'}: ${i.message}`,
-    )
-    throw new LlmConfigError(`invalid ${adapter} adapter config: ${problems.join('; ')}`)
-  }
-  return parsed.data
+  return parseAdapterConfig(adapter, ModelAdapterConfig, config, (message) => new LlmConfigError(message))
 }
 
 /** The decoding settings of an attempt: the config's, with the seed defaulting to the attempt's. */

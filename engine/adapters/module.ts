@@ -20,18 +20,21 @@ import { pathToFileURL } from 'node:url'
 import { z } from 'zod'
 import type { InvocationPayload, ToolSpec } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LlmEndpoint } from '../../core/plugins.js'
+import { gatewayConfigShape, harnessConfigShape, parseAdapterConfig } from './config-schema.js'
 
 /** ctx.config of the module adapter. */
 export const ModuleConfig = z
-  .object({
-    /** the module file; relative paths resolve against the worker's working directory */
-    path: z.string().min(1),
-    /** the export holding the agent or its factory (default: `default`, else `agent`) */
-    export: z.string().min(1).optional(),
-    /** `module`: a fresh module evaluation per attempt (default); `factory`: one module, a fresh instance per attempt */
-    isolation: z.enum(['module', 'factory']).default('module'),
+  .strictObject({
+    path: z.string().min(1).describe("The agent's module file; relative paths resolve against the worker's working directory."),
+    export: z.string().min(1).optional().describe('The export holding the agent or its factory; default: `default`, else `agent`.'),
+    isolation: z
+      .enum(['module', 'factory'])
+      .default('module')
+      .describe('module: a fresh module evaluation per attempt; factory: one module, a fresh instance per attempt from its factory.'),
+    ...harnessConfigShape,
+    ...gatewayConfigShape,
   })
-  .loose()
+  .describe('Config of the module adapter (--adapter-config).')
 export type ModuleConfig = z.output<typeof ModuleConfig>
 
 /** The tools handed to a module agent: the attempt's tool box, nothing else of the harness. */
@@ -53,12 +56,7 @@ export interface ModuleAgent {
 }
 
 export function parseModuleConfig(config: Record<string, unknown>): ModuleConfig {
-  const parsed = ModuleConfig.safeParse(config)
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.map(String).join('.') || '(config)'}: ${i.message}`)
-    throw new Error(`invalid module adapter config: ${problems.join('; ')}`)
-  }
-  return parsed.data
+  return parseAdapterConfig('module', ModuleConfig, config)
 }
 
 /** The module's file URL; `attempt` adds a query that makes Node evaluate a fresh copy. */

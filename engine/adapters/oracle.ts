@@ -6,11 +6,17 @@
  * When a re-issued call now gives a different result than the golden recorded, the golden is
  * stale: the difference is noted in the trace's errors (the grade still decides the outcome).
  */
+import { z } from 'zod'
 import type { AdapterContext, AdapterOutput, AgentAdapter } from '../../core/plugins.js'
+import { harnessConfigShape, parseAdapterConfig } from './config-schema.js'
+
+/** ctx.config of the oracle adapter: nothing of its own (it replays the task's golden). */
+export const OracleConfig = z.strictObject({ ...harnessConfigShape }).describe('Config of the oracle adapter (--adapter-config): only the keys every adapter takes.')
 
 export const oracleAdapter: AgentAdapter = {
   name: 'oracle',
   async invoke(_payload, ctx: AdapterContext): Promise<AdapterOutput> {
+    parseAdapterConfig('oracle', OracleConfig, ctx.config)
     const golden = ctx.golden
     if (golden === undefined) {
       throw new Error(`oracle adapter: task "${ctx.taskId}" has no golden trace (name one with \`golden:\` in the task file)`)

@@ -7,12 +7,19 @@
  * the process group stopped when the attempt ends.
  */
 import path from 'node:path'
+import { z } from 'zod'
 import type { InvocationPayload } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter } from '../../core/plugins.js'
 import { LlmConfigError } from '../llm/errors.js'
 import { packageRoot } from '../suite-loader.js'
-import { decodingFor, parseModelConfig, systemPrompt } from './model-config.js'
+import { parseAdapterConfig } from './config-schema.js'
+import { ModelAdapterConfig, decodingFor, systemPrompt } from './model-config.js'
 import { subprocessAdapter } from './subprocess.js'
+
+/** ctx.config of the pydantic-ai adapter: a model adapter's, plus the Python interpreter. */
+export const PydanticAiConfig = ModelAdapterConfig.extend({
+  python: z.string().min(1).optional().describe('Python interpreter with pydantic-ai-slim[openai] installed; default: $FORGE_PYTHON, else python3.'),
+}).describe('Config of the pydantic-ai adapter (--adapter-config; --model sets model).')
 
 /** The bridge script, shipped beside the sources (not compiled, so not under dist/). */
 export function bridgePath(): string {
@@ -23,9 +30,8 @@ export const pydanticAiAdapter: AgentAdapter = {
   name: 'pydantic-ai',
   ...(subprocessAdapter.stopGraceMs !== undefined ? { stopGraceMs: subprocessAdapter.stopGraceMs } : {}),
   async invoke(payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput> {
-    const config = parseModelConfig('pydantic-ai', ctx.config)
-    const python = ctx.config['python'] ?? process.env['FORGE_PYTHON'] ?? 'python3'
-    if (typeof python !== 'string' || python === '') throw new LlmConfigError('pydantic-ai adapter config python must name a Python interpreter')
+    const config = parseAdapterConfig('pydantic-ai', PydanticAiConfig, ctx.config, (message) => new LlmConfigError(message))
+    const python = config.python ?? process.env['FORGE_PYTHON'] ?? 'python3'
     const settings = {
       model: config.model,
       decoding: decodingFor(config, ctx.seed),

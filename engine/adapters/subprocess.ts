@@ -20,25 +20,37 @@ import { normalizeAgentOutput } from '../../core/output-parser.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, ToolBox } from '../../core/plugins.js'
 import { stopProcessGroup, trackProcessGroup, type StopReport } from '../process-group.js'
 import { budgetWatchedToolBox } from '../tools/budget-watch.js'
+import { gatewayConfigShape, harnessConfigShape, parseAdapterConfig } from './config-schema.js'
 import { startToolEndpoint, type ToolEndpoint } from '../tools/endpoint.js'
 
 /** ctx.config of the subprocess adapter. */
 export const SubprocessConfig = z
-  .object({
-    /** argv of the agent: program and arguments; relative paths resolve against the worker's directory */
-    command: z.array(z.string().min(1)).min(1),
-    /** working directory; default: a fresh empty directory per attempt, removed afterwards */
-    cwd: z.string().min(1).optional(),
-    /** extra environment variables for the agent (nothing else of the worker's environment is passed) */
-    env: z.record(z.string(), z.string()).default({}),
-    /** `stdio` (tool calls as JSON lines) or `http` (also a tool endpoint in FORGE_TOOL_URL/FORGE_TOOL_TOKEN) */
-    protocol: z.enum(['stdio', 'http']).default('stdio'),
-    /** give the agent OPENAI_BASE_URL/OPENAI_API_KEY of the attempt's LLM gateway */
-    llm: z.boolean().default(false),
-    /** after SIGTERM, how long the agent's process group gets before SIGKILL */
-    kill_grace_ms: z.number().int().nonnegative().max(10_000).default(500),
+  .strictObject({
+    command: z
+      .array(z.string().min(1))
+      .min(1)
+      .describe("argv of the agent: program and arguments; relative paths resolve against the worker's directory."),
+    cwd: z.string().min(1).optional().describe('Working directory; default: a fresh empty directory per attempt, removed afterwards.'),
+    env: z
+      .record(z.string(), z.string())
+      .default({})
+      .describe("Extra environment variables for the agent (nothing else of the worker's environment is passed)."),
+    protocol: z
+      .enum(['stdio', 'http'])
+      .default('stdio')
+      .describe('stdio: tool calls as JSON lines; http: also a tool endpoint in FORGE_TOOL_URL / FORGE_TOOL_TOKEN.'),
+    llm: z.boolean().default(false).describe("Give the agent OPENAI_BASE_URL / OPENAI_API_KEY of the attempt's LLM gateway."),
+    kill_grace_ms: z
+      .number()
+      .int()
+      .nonnegative()
+      .max(10_000)
+      .default(500)
+      .describe("After SIGTERM, how long the agent's process group gets before SIGKILL, in ms."),
+    ...harnessConfigShape,
+    ...gatewayConfigShape,
   })
-  .loose()
+  .describe('Config of the subprocess adapter (--adapter-config).')
 export type SubprocessConfig = z.output<typeof SubprocessConfig>
 
 /** The only variables of the worker's own environment an agent process inherits. */
@@ -52,12 +64,7 @@ const MAX_LINE_BYTES = 1024 * 1024
 const EXIT_AFTER_FINAL_MS = 200
 
 export function parseSubprocessConfig(config: Record<string, unknown>): SubprocessConfig {
-  const parsed = SubprocessConfig.safeParse(config)
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.map(String).join('.') || '(config)'}: ${i.message}`)
-    throw new Error(`invalid subprocess adapter config: ${problems.join('; ')}`)
-  }
-  return parsed.data
+  return parseAdapterConfig('subprocess', SubprocessConfig, config)
 }
 
 /** The agent's environment: the allowlist, the config's variables, then the harness's own (which win). */

@@ -42,7 +42,8 @@ describe('module adapter', () => {
     [{ path: agentPath('counter-factory.mjs'), export: 'notAnAgent' }, /^adapter "module" threw: module adapter: export "notAnAgent" of file:.*counter-factory\.mjs is number, not an agent/],
     [{ path: agentPath('counter-factory.mjs'), export: 'missing' }, /^adapter "module" threw: module adapter: file:.*counter-factory\.mjs has no export "missing" \(it exports: CounterAgent, notAnAgent\)$/],
     [{ path: agentPath('no-such-file.mjs') }, /^adapter "module" threw: module adapter: cannot import file:.*no-such-file\.mjs: /],
-    [{}, /^adapter "module" threw: invalid module adapter config: path: Invalid input: expected string, received undefined$/],
+    [{}, /^adapter "module" threw: invalid module adapter config: path: required field missing \(expected string\)$/],
+    [{ path: agentPath('no-such-file.mjs'), isolate: 'factory' }, /^adapter "module" threw: invalid module adapter config: isolate: unknown field \(known: .*isolation.*\)$/],
   ])('reports a bad module or config as a harness error naming it (%#)', async (config, message) => {
     const { suite, task } = toolSuite()
     const { result } = await attempt(moduleAdapter, config, suite, task)

@@ -60,10 +60,13 @@ describe('subprocess adapter', () => {
     expect(result.error).toMatch(/^adapter "subprocess" threw: subprocess adapter: cannot start "\/nonexistent\/agent-binary" \(cwd .*forge-agent-.*\): spawn \/nonexistent\/agent-binary ENOENT$/)
   })
 
-  it('rejects a config without a command, naming the field', async () => {
+  it('rejects a config without a command, naming the field and the misspelt one', async () => {
     const { suite, task } = toolSuite()
     const { result } = await attempt(subprocessAdapter, { comand: ['node'] }, suite, task)
-    expect(result.error).toBe('adapter "subprocess" threw: invalid subprocess adapter config: command: Invalid input: expected array, received undefined')
+    expect(result.error).toBe(
+      'adapter "subprocess" threw: invalid subprocess adapter config: command: required field missing (expected array); ' +
+        'comand: unknown field (known: api_key_env, base_url, command, cwd, decoding, env, kill_grace_ms, llm, model, price_table, protocol)',
+    )
   })
 
   it('gives the agent the attempt\'s LLM gateway as OPENAI_BASE_URL/OPENAI_API_KEY only when config.llm is true', async () => {

@@ -54,6 +54,54 @@ describe('loadSuite on a valid suite', () => {
   })
 })
 
+/** tasks/beta.yaml written as JSON */
+const betaJson = { id: 'gamma', instruction: 'Shout the message.', input: { message: 'hey' }, tools: ['shout'], graders: [{ type: 'contains', expected: 'HEY' }] }
+
+describe('loadSuite on JSON task files', () => {
+  it('loads a .json task file next to the YAML ones, with the same result as its YAML twin', async () => {
+    const suite = await loadSuite(makeSuite({ 'tasks/gamma.json': JSON.stringify(betaJson, null, 2) }))
+    expect(suite.tasks.map((t) => t.id)).toEqual(['alpha', 'beta', 'gamma'])
+    expect(suite.tasks[2]).toEqual({ ...suite.tasks[1], id: 'gamma' })
+  })
+
+  it('accepts a top-level "$schema" pointing editors at the task schema, and a byte-order mark', async () => {
+    const suite = await loadSuite(makeSuite({ 'tasks/gamma.json': `\uFEFF${JSON.stringify({ $schema: './task.schema.json', ...betaJson })}` }))
+    expect(suite.tasks[2]).toEqual({ ...suite.tasks[1], id: 'gamma' })
+  })
+
+  it('reports a JSON task file with the same file and field as a YAML one', async () => {
+    const asYaml = await loadError(makeSuite({ 'tasks/beta.yaml': (BASELINE['tasks/beta.yaml'] as string).replace('tools: [shout]', 'tools: [shout, teleport]\nbudget: { max_tool_calls: 0 }\nexpected: HEY') }))
+    const asJson = await loadError(makeSuite({ 'tasks/beta.yaml': null, 'tasks/beta.json': JSON.stringify({ ...betaJson, id: 'beta', tools: ['shout', 'teleport'], budget: { max_tool_calls: 0 }, expected: 'HEY' }) }))
+    const located = (e: SuiteLoadError) => e.problems.map((p) => ({ ...p, file: p.file.replace(/\.(yaml|json)$/, '') }))
+    expect(located(asJson)).toEqual(located(asYaml))
+    expect(asJson.problems.map((p) => `${p.file} ${p.path}`).sort()).toEqual(['tasks/beta.json budget.max_tool_calls', 'tasks/beta.json expected', 'tasks/beta.json tools[1]'])
+  })
+
+  it('reports a JSON syntax error with its line and column, and a JSON document that is not an object', async () => {
+    const error = await loadError(makeSuite({ 'tasks/gamma.json': '{\n  "id": "gamma",\n  "instruction": "x",\n}\n', 'tasks/delta.json': '[1, 2]' }))
+    expect(error.problems).toEqual([
+      { file: 'tasks/delta.json', path: '', message: 'a task file must be a JSON object, got an array' },
+      { file: 'tasks/gamma.json', path: '', message: expect.stringMatching(/^JSON syntax error: .+ at line 4, column 1$/) },
+    ])
+  })
+
+  it('refuses a file in the tasks directory that is neither YAML nor JSON instead of skipping it', async () => {
+    const error = await loadError(makeSuite({ 'tasks/notes.txt': 'id: notes\n', 'tasks/old/gamma.yml.bak': 'id: gamma\n' }))
+    expect(error.problems).toEqual([
+      { file: 'tasks/notes.txt', path: '', message: 'not a task file: the tasks directory "tasks" holds only *.yaml, *.yml and *.json task files' },
+      { file: 'tasks/old/gamma.yml.bak', path: '', message: 'not a task file: the tasks directory "tasks" holds only *.yaml, *.yml and *.json task files' },
+    ])
+  })
+
+  it('says so when the tasks directory holds no task file at all', async () => {
+    const error = await loadError(makeSuite({ 'tasks/alpha.yaml': null, 'tasks/beta.yaml': null, 'tasks/README.md': '# tasks\n' }))
+    expect(error.problems).toEqual([
+      { file: 'tasks/README.md', path: '', message: 'not a task file: the tasks directory "tasks" holds only *.yaml, *.yml and *.json task files' },
+      { file: 'suite.yaml', path: 'tasks', message: 'no task files (*.yaml, *.yml, *.json) under "tasks"' },
+    ])
+  })
+})
+
 describe('loadSuite reports each kind of problem, naming the file and the field', () => {
   const cases: { name: string; overrides: Record<string, string | null>; file: string; path: string; message: RegExp }[] = [
     {
@@ -160,6 +208,27 @@ describe('loadSuite reports each kind of problem, naming the file and the field'
       file: 'tools.mjs',
       path: '',
       message: /cannot import/,
+    },
+    {
+      name: 'a tool input_schema keyword the checker does not know',
+      overrides: { 'tools.mjs': (BASELINE['tools.mjs'] as string).replace("message: { type: 'string' } }, required: ['message'], additionalProperties", "message: { type: 'string', minLenght: 1 } }, required: ['message'], additionalProperties") },
+      file: 'tools.mjs',
+      path: 'tools[0].input_schema',
+      message: /^tool "echo": #\/properties\/message: unsupported keyword "minLenght"$/,
+    },
+    {
+      name: 'a tool input_schema pattern that does not compile',
+      overrides: { 'tools.mjs': (BASELINE['tools.mjs'] as string).replace("message: { type: 'string' } }, required: ['message'] }", "message: { type: 'string', pattern: '([a-z' } }, required: ['message'] }") },
+      file: 'tools.mjs',
+      path: 'tools[1].input_schema',
+      message: /^tool "shout": #\/properties\/message\/pattern: does not compile: /,
+    },
+    {
+      name: 'a json_schema grader keyword the checker does not know',
+      overrides: { 'tasks/beta.yaml': (BASELINE['tasks/beta.yaml'] as string).replace('  - type: contains\n    expected: HEY', '  - type: json_schema\n    schema: { type: string, maxLenght: 3 }') },
+      file: 'tasks/beta.yaml',
+      path: 'graders[0].schema',
+      message: /^#: unsupported keyword "maxLenght"$/,
     },
   ]
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { SuiteManifest } from '../../core/contracts/index.js'
-import { formatIssuePath, goldenFileName, validateSuite, type SuiteDocument } from '../../core/suite-validation.js'
+import { formatIssuePath, goldenFileName, taskFileFormat, validateSuite, type SuiteDocument } from '../../core/suite-validation.js'
 
 const manifest = SuiteManifest.parse({ name: 's' })
 const task = { id: 't1', instruction: 'go', tools: ['a'], outcome_graders: [{ type: 'exact', expected: 'x' }] }
@@ -23,11 +23,17 @@ describe('validateSuite', () => {
       { file: 'tasks/a.yaml', data: null },
       { file: 'tasks/b.yaml', data: ['x'] },
       { file: 'tasks/c.yaml', data: { id: 'c', tools: [], outcome_graders: [{ type: 'exact', expected: 'x' }] } },
+      { file: 'tasks/d.json', data: null },
+      { file: 'tasks/e.json', data: 'x' },
+      { file: 'tasks/f.json', syntaxError: 'JSON syntax error: Unexpected end of JSON input' },
     ])
     expect(problems).toEqual([
       { file: 'tasks/a.yaml', path: '', message: 'a task file must be a YAML mapping, got an empty document' },
       { file: 'tasks/b.yaml', path: '', message: 'a task file must be a YAML mapping, got a list' },
       { file: 'tasks/c.yaml', path: 'instruction', message: 'required field missing (expected string)' },
+      { file: 'tasks/d.json', path: '', message: 'a task file must be a JSON object, got null' },
+      { file: 'tasks/e.json', path: '', message: 'a task file must be a JSON object, got a string' },
+      { file: 'tasks/f.json', path: '', message: 'JSON syntax error: Unexpected end of JSON input' },
     ])
   })
 
@@ -40,6 +46,19 @@ describe('validateSuite', () => {
       { file: 'tasks/t1.yaml', path: 'golden', message: 'golden "../../etc/passwd" must name a file inside goldens/' },
       { file: 'tasks/t1.yaml', path: 'fixtures[0].path', message: 'fixture "../secret.txt" must stay inside fixtures/' },
     ])
+  })
+
+  it('tells task files by their extension', () => {
+    expect(['a.yaml', 'b.YML', 'c.json', 'd.txt', 'e.yaml.bak', 'json'].map(taskFileFormat)).toEqual(['yaml', 'yaml', 'json', undefined, undefined, undefined])
+  })
+
+  it('drops a string "$schema" (an editor hint) but reports any other unknown field', () => {
+    const { tasks, problems } = validate([
+      { file: 'tasks/t1.json', data: { $schema: './task.schema.json', ...task } },
+      { file: 'tasks/t2.json', data: { $schema: 7, ...task, id: 't2' } },
+    ])
+    expect(tasks.map((t) => t.id)).toEqual(['t1'])
+    expect(problems).toEqual([{ file: 'tasks/t2.json', path: '$schema', message: 'unknown field' }])
   })
 
   it('formats paths and golden names', () => {

@@ -13,7 +13,7 @@ describe('taskJsonSchema', () => {
     expect(schema['additionalProperties']).toBe(false)
     expect(schema['required']).toEqual(['id', 'instruction'])
     expect(Object.keys(schema['properties']).sort()).toEqual(
-      ['budget', 'category', 'disallowed_tools', 'fixtures', 'golden', 'graders', 'id', 'input', 'instruction', 'invariants', 'outcome_graders', 'tags', 'tools'],
+      ['$schema', 'budget', 'category', 'disallowed_tools', 'fixtures', 'golden', 'graders', 'id', 'input', 'instruction', 'invariants', 'outcome_graders', 'tags', 'tools'],
     )
   })
   it('requires exactly one of outcome_graders and its alias graders', () => {

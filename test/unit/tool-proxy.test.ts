@@ -56,10 +56,46 @@ describe('createToolBox', () => {
     const { toolBox, executions } = box()
     const wrongType = await toolBox.call('upper', { value: 7 })
     const notAnObject = await toolBox.call('upper', 'abc')
-    expect(wrongType).toEqual({ ok: false, error: 'invalid arguments for "upper": args.value: expected string, got number' })
+    expect(wrongType).toEqual({ ok: false, error: 'invalid arguments for "upper": args.value: expected string, got number 7' })
     expect(notAnObject).toEqual({ ok: false, error: 'invalid arguments for "upper": args: expected an object of named arguments, got string' })
     expect(toolBox.calls.map((c) => c.refused)).toEqual(['malformed_tool_call', 'malformed_tool_call'])
     expect(executions()).toBe(0)
+  })
+
+  it('refuses arguments that break a value limit of the input schema (minimum, pattern, enum, maxLength) as malformed', async () => {
+    let executions = 0
+    const order = fakeTool(
+      'order',
+      () => {
+        executions += 1
+        return 'ordered'
+      },
+      {
+        qty: { type: 'integer', minimum: 1 },
+        sku: { type: 'string', pattern: '^[A-Z]{3}-\\d+$' },
+        speed: { type: 'string', enum: ['standard', 'express'] },
+        note: { type: 'string', maxLength: 5 },
+      },
+    )
+    const task = fakeTask({ tools: ['order'] })
+    const toolBox = createToolBox({ task, suite: fakeSuite({ tools: [order], tasks: [task] }), attemptUid: 'r/c/task_one/0', budget: { ...task.budget, max_retries_per_tool: 10 }, startedAt: 0, now: () => 0 })
+    const valid = { qty: 2, sku: 'ABC-1', speed: 'express', note: 'gift' }
+    const outcomes = [
+      await toolBox.call('order', { ...valid, qty: 0 }),
+      await toolBox.call('order', { ...valid, sku: 'abc-1' }),
+      await toolBox.call('order', { ...valid, speed: 'overnight' }),
+      await toolBox.call('order', { ...valid, note: 'wrapped' }),
+      await toolBox.call('order', valid),
+    ]
+    expect(outcomes).toEqual([
+      { ok: false, error: 'invalid arguments for "order": args.qty: 0 is less than the minimum 1' },
+      { ok: false, error: 'invalid arguments for "order": args.sku: "abc-1" does not match /^[A-Z]{3}-\\d+$/' },
+      { ok: false, error: 'invalid arguments for "order": args.speed: "overnight" is not one of ["standard","express"]' },
+      { ok: false, error: 'invalid arguments for "order": args.note: longer than 5 characters (7)' },
+      { ok: true, result: 'ordered' },
+    ])
+    expect(toolBox.calls.map((c) => c.refused ?? 'ran')).toEqual(['malformed_tool_call', 'malformed_tool_call', 'malformed_tool_call', 'malformed_tool_call', 'ran'])
+    expect(executions).toBe(1)
   })
 
   it('catches a tool exception into the call error', async () => {
