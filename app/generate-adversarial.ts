@@ -182,8 +182,10 @@ async function checkOut(out: string, force: boolean): Promise<void> {
 async function parentTasks(parent: LoadedSuite): Promise<ParentTask[]> {
   const dir = path.join(parent.path, normalizeRelative(parent.manifest.tasks))
   const docs = new Map<string, Record<string, unknown>>()
-  for (const file of await listYaml(dir)) {
-    const data: unknown = YAML.parse(await readFile(file, 'utf8'))
+  for (const file of await listTaskFiles(dir)) {
+    const text = await readFile(file, 'utf8')
+    // the loader already validated every file: JSON task files parse as JSON, the rest as YAML
+    const data: unknown = file.toLowerCase().endsWith('.json') ? JSON.parse(text.replace(/^\uFEFF/, '')) : YAML.parse(text)
     if (typeof data === 'object' && data !== null && !Array.isArray(data) && typeof (data as Record<string, unknown>)['id'] === 'string') {
       docs.set((data as Record<string, string>)['id']!, data as Record<string, unknown>)
     }
@@ -196,12 +198,12 @@ async function parentTasks(parent: LoadedSuite): Promise<ParentTask[]> {
   })
 }
 
-async function listYaml(dir: string): Promise<string[]> {
+async function listTaskFiles(dir: string): Promise<string[]> {
   const out: string[] = []
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name)
-    if (entry.isDirectory()) out.push(...(await listYaml(full)))
-    else if (/\.ya?ml$/i.test(entry.name)) out.push(full)
+    if (entry.isDirectory()) out.push(...(await listTaskFiles(full)))
+    else if (/\.(ya?ml|json)$/i.test(entry.name)) out.push(full)
   }
   return out.sort()
 }

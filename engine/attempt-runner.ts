@@ -11,6 +11,7 @@ import {
   attemptUid,
   type AgentTraceInput,
   type BudgetLimit,
+  type FaultProfile,
   type Grade,
   type InvariantResult,
   type Judgement,
@@ -35,6 +36,7 @@ import type { RateLimiter } from './judge/rate-limit.js'
 import { resolveUpstream, startLlmGateway, type LlmGateway } from './llm/gateway.js'
 import { startEnvironment } from './env/lifecycle.js'
 import { environmentFixtures, type EnvironmentPool } from './env/pool.js'
+import { attemptFaults, countInjectedFaults, metDisruptiveFault } from './faults.js'
 import { createToolBox } from './tool-proxy.js'
 
 export interface ExecuteAttemptOptions {
@@ -62,6 +64,8 @@ export interface ExecuteAttemptOptions {
    * (FORGE_JUDGE_BASE_URL / FORGE_JUDGE_API_KEY, else OPENAI_BASE_URL / OPENAI_API_KEY).
    */
   judge?: { settings?: JudgeSettings | undefined; limiter?: RateLimiter | undefined }
+  /** the run's fault profile (RunPlan.faults): seeded faults in the tool proxy and the LLM gateway */
+  faults?: FaultProfile | undefined
 }
 
 /** Grading beyond tier 0/1: the deterministic metrics, tier 2/3 as known now, and what the judge worker is to do. */
@@ -144,8 +148,18 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   const environment = await startEnvironment(opts.envPool !== undefined ? { suite, task, pool: opts.envPool } : { suite, task })
   const envSession = environment.status === 'ready' ? environment.session : undefined
   const envSeeded = hasEnvironment ? now() : envStarted
-  const tools = createToolBox({ task, suite, attemptUid: uid, budget, startedAt, now, ...(envSession !== undefined ? { env: envSession.handles } : {}) })
   const controller = new AbortController()
+  const faults = opts.faults === undefined ? undefined : attemptFaults(opts.faults, { runSeed: opts.runSeed, configId: opts.configId, taskId: task.id, attempt: opts.attempt })
+  const tools = createToolBox({
+    task,
+    suite,
+    attemptUid: uid,
+    budget,
+    startedAt,
+    now,
+    ...(envSession !== undefined ? { env: envSession.handles } : {}),
+    ...(faults !== undefined ? { faults, signal: controller.signal } : {}),
+  })
   // started on the adapter's first ctx.llm(), closed when the agent stopped
   let gateway: Promise<LlmGateway> | undefined
   let agentStopped = false
@@ -157,6 +171,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
       startedAt,
       now,
       onBudgetExhausted: (limit) => tools.exhaust(limit),
+      faults,
     })
   const ctx: AdapterContext = {
     attemptUid: uid,
@@ -193,7 +208,9 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   const llmSummary = llm?.summary()
 
   let harnessError: string | undefined
-  if (invocation.kind === 'threw') harnessError = `adapter "${adapter.name}" threw: ${errorMessage(invocation.error)}`
+  // an adapter that gives up by throwing once an injected fault hit it failed under the fault: the agent's failure, not the harness's
+  const threwUnderFault = invocation.kind === 'threw' && faults !== undefined && metDisruptiveFault(tools.calls, llm?.spans ?? [])
+  if (invocation.kind === 'threw' && !threwUnderFault) harnessError = `adapter "${adapter.name}" threw: ${errorMessage(invocation.error)}`
   if (environment.status === 'seed_unverified') harnessError = `environment not verified, agent not invoked: ${environment.report.detail}`
   const output = invocation.kind === 'threw' || invocation.kind === 'skipped' ? undefined : invocation.output
 
@@ -219,6 +236,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     ...tools.calls.map((call) =>
       span(`tool-${call.index}`, 'agent', 'tool', call.name, call.started_ms, call.duration_ms, {
         status: call.refused ?? (call.error !== undefined ? 'error' : 'ok'),
+        ...(call.injected_fault !== undefined ? { injected_fault: call.injected_fault } : {}),
       }),
     ),
     ...(llm?.spans ?? []),
@@ -230,7 +248,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     spans,
     // the environment diff rides along so invariants (pure functions of the trace) can read state changes
     state_snapshots: [...(output?.state_snapshots ?? []), ...(envView !== undefined ? [{ label: 'env_diff', at_ms: since(agentFinished), state: envView.diff }] : [])],
-    errors: output?.errors ?? [],
+    errors: [...(output?.errors ?? []), ...(threwUnderFault && invocation.kind === 'threw' ? [{ kind: 'agent_error', message: `adapter "${adapter.name}" threw after an injected fault: ${errorMessage(invocation.error)}` }] : [])],
     usage: { input_tokens: usage?.input_tokens ?? 0, output_tokens: usage?.output_tokens ?? 0 },
     duration_ms: Math.max(0, agentFinished - agentStarted),
     refused: output?.refused ?? false,
@@ -340,6 +358,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     started_at: startedAt,
     finished_at: finishedAt,
     tool_calls: trace.tool_calls.map(compactToolCall),
+    ...(faults !== undefined ? countInjectedFaults(trace) : {}),
     ...(envReport !== undefined ? { environment: envReport } : {}),
   })
   // deterministic metrics first; the judge worker gets only what they (and tier 0) allow

@@ -7,8 +7,10 @@
  */
 import type { ServerResponse } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { FaultKind, FaultProfile } from '../core/contracts/index.js'
+import type { AgentTrace, FaultKind, FaultProfile, Span, ToolCall } from '../core/contracts/index.js'
 import {
+  DISRUPTIVE_FAULT_KINDS,
+  FAULT_KINDS,
   createFaultSchedule,
   garbageCompletion,
   garbageToolResult,
@@ -109,4 +111,20 @@ export async function answerModelFault(
     res.end(answer.body)
   }
   return { answered: true, status: answer.status, ...(garbage !== undefined ? { flavour: garbage.flavour } : {}) }
+}
+
+/** The injected faults an attempt met (tool calls and model spans): how many, and which kinds (FAULT_KINDS order). */
+export function countInjectedFaults(trace: Pick<AgentTrace, 'tool_calls' | 'spans'>): { injected_faults: number; injected_fault_kinds: string[] } {
+  const kinds = [
+    ...trace.tool_calls.map((call) => call.injected_fault),
+    ...trace.spans.filter((span) => span.category === 'model').map((span) => span.attributes['injected_fault']),
+  ].filter((kind): kind is string => typeof kind === 'string' && kind !== '')
+  const met = new Set(kinds)
+  return { injected_faults: kinds.length, injected_fault_kinds: FAULT_KINDS.filter((kind) => met.has(kind)) }
+}
+
+/** Did the attempt meet a fault that left a call's answer unusable (anything but `slow`)? */
+export function metDisruptiveFault(calls: readonly ToolCall[], modelSpans: readonly Span[]): boolean {
+  const disrupted = (kind: unknown): boolean => typeof kind === 'string' && DISRUPTIVE_FAULT_KINDS.has(kind)
+  return calls.some((call) => disrupted(call.injected_fault)) || modelSpans.some((span) => disrupted(span.attributes['injected_fault']))
 }

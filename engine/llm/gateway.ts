@@ -5,6 +5,7 @@
  * `POST /v1/chat/completions` (plain or streamed) to the upstream, records every call as a `model` span (model,
  * decoding parameters, usage, latency), sums usage, prices it with the price table, and enforces
  * the attempt's max_tokens budget. Every model-backed adapter, in-process or not, goes through it.
+ * With a fault profile, it is also where model faults are injected (engine/faults.ts).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
@@ -12,6 +13,8 @@ import type { AddressInfo } from 'node:net'
 import type { BudgetLimit, Span, TokenUsage } from '../../core/contracts/index.js'
 import type { LlmEndpoint } from '../../core/plugins.js'
 import { costOf, type PriceTable } from '../../core/pricing.js'
+import { MODEL_TOOL } from '../../core/faults.js'
+import { answerModelFault, type AttemptFaults } from '../faults.js'
 import { LlmConfigError } from './errors.js'
 
 /** Where the gateway forwards to: an OpenAI-compatible base URL (ending in /v1) and its key. */
@@ -36,6 +39,12 @@ export interface LlmGatewayOptions {
   upstreamTimeoutMs?: number
   /** the parent of the gateway's spans (default `agent`) */
   parentSpanId?: string
+  /**
+   * The run's fault injection: a completion may get a seeded 500, 429, timeout (504 after the
+   * per-call timeout), malformed completion or added latency instead of (or before) the model's
+   * answer; its span records `injected_fault`.
+   */
+  faults?: AttemptFaults | undefined
 }
 
 /** What the gateway measured over the attempt. */
@@ -179,6 +188,17 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
       )
     }
     if (streamed) attributes['stream'] = true
+    const fault = opts.faults?.schedule.next('model', MODEL_TOOL)
+    if (fault !== undefined) {
+      attributes['injected_fault'] = fault.kind
+      const answer = await answerModelFault(fault, opts.faults!.profile, { model, stream: streamed }, res, closing.signal)
+      if (answer.answered) {
+        attributes['http_status'] = answer.status
+        if (answer.flavour !== undefined) attributes['garbage'] = answer.flavour
+        record('injected_fault', model)
+        return
+      }
+    }
     // a stream reports usage only when asked: ask for it (and hide it from a client that did not)
     const clientWantsUsage = isRecord(body['stream_options']) && body['stream_options']['include_usage'] === true
     const forwarded = streamed && !clientWantsUsage ? JSON.stringify({ ...body, stream_options: { ...(isRecord(body['stream_options']) ? body['stream_options'] : {}), include_usage: true } }) : raw
