@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { JudgeSettings, RunPlan, type JudgeSettingsInput, type SequentialRule, type Task } from '../core/contracts/index.js'
+import { JudgeSettings, RunPlan, type FaultPlan, type JudgeSettingsInput, type SequentialRule, type Task } from '../core/contracts/index.js'
 import { isJudgeSpec } from '../core/graders/index.js'
 import { judgeStamps } from '../core/judging.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
@@ -62,6 +62,8 @@ export interface RunOptions {
    * the tasks' `judge` graders. Its model, prompt versions and decoding are stamped on the run.
    */
   judge?: JudgeSettingsInput
+  /** the run's fault profile and stamps (app/faults.ts faultPlanOf); absent: no faults */
+  faults?: FaultPlan
 }
 
 export type RunEvent =
@@ -173,6 +175,7 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
     judge_prompt_version: opts.judgePromptVersion ?? stamps.judge_prompt_version,
     ...(sequential ? { sequential } : {}),
     ...(judge ? { judge } : {}),
+    ...(opts.faults ? { faults: opts.faults } : {}),
   })
   if (!parsed.success) {
     throw new ConfigError(`invalid run settings: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`)
@@ -192,6 +195,8 @@ export interface DryRunReport {
   adapter_config: Record<string, unknown>
   seed: string
   sequential: SequentialRule | null
+  /** the fault profile's stamps, or null without faults */
+  faults: Omit<FaultPlan, 'profile'> & { rules: number } | null
   estimate: CostEstimate
 }
 
@@ -223,6 +228,7 @@ export async function dryRun(config: ForgeConfig, opts: RunOptions): Promise<Dry
     adapter_config: plan.adapter_config,
     seed: plan.seed,
     sequential: plan.sequential ?? null,
+    faults: plan.faults === undefined ? null : { profile_hash: plan.faults.profile_hash, mode: plan.faults.mode, rate: plan.faults.rate, sweep_id: plan.faults.sweep_id, rules: plan.faults.profile.rules.length },
     estimate,
   }
 }

@@ -1,5 +1,6 @@
 import type { RunStamps } from '../core/compare.js'
 import type { RunStats, SuiteStats, TaskStats } from '../app/stats.js'
+import { printFaultStats, printFamilies } from './fault-view.js'
 import { counts, interval, ms, num, pct, table, usd } from './format.js'
 
 /** The stamps every report prints: price table version and date, suite content, judge. */
@@ -7,7 +8,8 @@ export function stampLine(stamps: RunStamps): string {
   const price = stamps.price_table_version === '' ? 'price table not recorded' : `price table ${stamps.price_table_version} (${stamps.price_table_date || 'no date'})`
   const suite = stamps.suite_hash === '' ? '' : `   suite content ${stamps.suite_hash.slice(0, 12)}`
   const judge = stamps.judge_model === '' ? '' : `   judge ${stamps.judge_model}${stamps.judge_prompt_version ? ` prompt ${stamps.judge_prompt_version}` : ''}`
-  return `${price}${suite}${judge}`
+  const faults = stamps.fault_profile_hash ? `   faults ${stamps.fault_profile_hash.slice(0, 12)} (${stamps.fault_mode ?? ''}, rate ${stamps.fault_rate ?? 0})` : ''
+  return `${price}${suite}${judge}${faults}`
 }
 
 /** A run's report: per suite, a success table and a cost/latency table, then the suite's headline figures. */
@@ -63,6 +65,8 @@ export function printRunStats(log: (line: string) => void, stats: RunStats): voi
   }
   log(`outcomes: ${counts(stats.outcomes)}   validity: ${counts(stats.validity)}   (n = ${stats.attempts})`)
   log(`failure buckets: ${counts(stats.failure_buckets)}`)
+  if (stats.families !== undefined) printFamilies(log, stats.families)
+  if (stats.faults !== undefined) printFaultStats(log, stats.faults)
 }
 
 function passCells(t: TaskStats, k: number): string[] {

@@ -428,3 +428,32 @@ export function familyOfTaskId(taskId: string): MutationFamily | undefined {
   const family = parts[parts.length - 2]
   return (MUTATION_FAMILIES as readonly string[]).includes(family ?? '') ? (family as MutationFamily) : undefined
 }
+
+export interface FamilyFigures {
+  family: MutationFamily
+  /** what passing shows, e.g. "fails gracefully when a tool is missing" */
+  label: string
+  /** generated tasks of this family in the run */
+  tasks: number
+  /** attempts that passed / attempts, with a Wilson interval */
+  k: number
+  n: number
+  rate: number | null
+  low: number
+  high: number
+}
+
+/** Scores of a generated suite per mutation family (attempts pooled over the family's tasks). */
+export function familyFigures(
+  tasks: readonly { task_id: string; k: number; n: number }[],
+  familyOf: (taskId: string) => MutationFamily | undefined,
+  rate: (k: number, n: number) => { k: number; n: number; rate: number | null; low: number; high: number },
+): FamilyFigures[] {
+  return MUTATION_FAMILIES.flatMap((family) => {
+    const mine = tasks.filter((t) => familyOf(t.task_id) === family)
+    if (mine.length === 0) return []
+    const k = mine.reduce((a, t) => a + t.k, 0)
+    const n = mine.reduce((a, t) => a + t.n, 0)
+    return [{ family, label: FAMILY_LABELS[family], tasks: mine.length, ...rate(k, n) }]
+  })
+}

@@ -113,14 +113,16 @@ export async function answerModelFault(
   return { answered: true, status: answer.status, ...(garbage !== undefined ? { flavour: garbage.flavour } : {}) }
 }
 
-/** The injected faults an attempt met (tool calls and model spans): how many, and which kinds (FAULT_KINDS order). */
+/**
+ * The injected faults an attempt met (tool calls, then model calls): how many, and their kinds —
+ * one entry per fault, so the store can count calls per kind (`countEqual`) and attempts per kind (`arrayDistinct`).
+ */
 export function countInjectedFaults(trace: Pick<AgentTrace, 'tool_calls' | 'spans'>): { injected_faults: number; injected_fault_kinds: string[] } {
   const kinds = [
     ...trace.tool_calls.map((call) => call.injected_fault),
     ...trace.spans.filter((span) => span.category === 'model').map((span) => span.attributes['injected_fault']),
-  ].filter((kind): kind is string => typeof kind === 'string' && kind !== '')
-  const met = new Set(kinds)
-  return { injected_faults: kinds.length, injected_fault_kinds: FAULT_KINDS.filter((kind) => met.has(kind)) }
+  ].filter((kind): kind is string => typeof kind === 'string' && (FAULT_KINDS as readonly string[]).includes(kind))
+  return { injected_faults: kinds.length, injected_fault_kinds: kinds }
 }
 
 /** Did the attempt meet a fault that left a call's answer unusable (anything but `slow`)? */

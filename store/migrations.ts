@@ -246,6 +246,30 @@ export const migrations: readonly Migration[] = [
       'ALTER TABLE attempts DROP COLUMN IF EXISTS grading_version',
     ],
   },
+  {
+    version: 7,
+    name: 'issue 13 faults: injected faults per attempt; the fault profile, mode, rate and sweep stamped on runs',
+    up: [
+      `ALTER TABLE attempts
+        ADD COLUMN IF NOT EXISTS injected_faults UInt32 DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS injected_fault_kinds Array(LowCardinality(String)) DEFAULT []`,
+      `ALTER TABLE runs
+        ADD COLUMN IF NOT EXISTS fault_profile_hash String DEFAULT '',
+        ADD COLUMN IF NOT EXISTS fault_mode LowCardinality(String) DEFAULT '',
+        ADD COLUMN IF NOT EXISTS fault_rate Float64 DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS fault_sweep_id String DEFAULT '',
+        ADD COLUMN IF NOT EXISTS fault_profile String DEFAULT ''`,
+    ],
+    down: [
+      `ALTER TABLE runs
+        DROP COLUMN IF EXISTS fault_profile_hash,
+        DROP COLUMN IF EXISTS fault_mode,
+        DROP COLUMN IF EXISTS fault_rate,
+        DROP COLUMN IF EXISTS fault_sweep_id,
+        DROP COLUMN IF EXISTS fault_profile`,
+      'ALTER TABLE attempts DROP COLUMN IF EXISTS injected_faults, DROP COLUMN IF EXISTS injected_fault_kinds',
+    ],
+  },
 ]
 
 /** Applies every migration newer than the recorded version, in order; safe to call on every start. */

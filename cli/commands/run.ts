@@ -6,6 +6,7 @@ import { ConfigError } from '../../stack/errors.js'
 import { ForgeCommand } from '../base.js'
 import { usd } from '../format.js'
 import { printRunStats } from '../stats-view.js'
+import { faultFlags, faultsOf, runSweep, type SweepResult } from '../fault-run.js'
 
 export default class Run extends ForgeCommand {
   static override summary = 'Run a suite: every task × attempt on the worker fleet, then print its statistics.'
@@ -20,6 +21,9 @@ export default class Run extends ForgeCommand {
     '<%= config.bin %> run --suite smoke --attempts 200 --stop-at-width 0.2 --price-table ./my-prices.yaml',
     'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
     '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
+    '<%= config.bin %> run --suite smoke --attempts 20 --seed 7 --fault-profile examples/faults/flaky-tools.yaml',
+    '<%= config.bin %> run --suite toy_math --attempts 20 --fault-rate 0.2 --fault-kinds timeout,500 --fault-mode burst --fault-window 3',
+    '<%= config.bin %> run --suite smoke --attempts 20 --seed 7 --fault-sweep 0,0.1,0.2,0.4 --fault-kinds 500,garbage',
   ]
   static override flags = {
     suite: Flags.string({ char: 's', summary: 'Suite name (bundled), directory, or npm package.', default: 'smoke' }),
@@ -47,9 +51,10 @@ export default class Run extends ForgeCommand {
     'golden-divergence': Flags.boolean({ summary: 'Tier 2: localize failed attempts of tasks with a golden trace (default on with --judge-model).', allowNo: true, default: true }),
     'judge-max-tokens': Flags.integer({ summary: 'Completion tokens per judge call (default 512).', min: 1 }),
     'judge-temperature': Flags.string({ summary: 'Judge sampling temperature (default 0).' }),
+    ...faultFlags,
   }
 
-  async run(): Promise<RunReport | DryRunReport> {
+  async run(): Promise<RunReport | DryRunReport | SweepResult> {
     const { flags } = await this.parse(Run)
     let adapterConfig: Record<string, unknown> | undefined
     if (flags['adapter-config']) {
@@ -102,7 +107,9 @@ export default class Run extends ForgeCommand {
           }
         : {}),
     }
-    const options = {
+    // --fault-*: the run's fault profile, or a sweep of runs at several fail rates (cli/fault-run.ts)
+    const faults = await faultsOf(flags)
+    const options: RunOptions = {
       suite: flags.suite,
       adapter: flags.adapter,
       attempts: flags.attempts,
@@ -114,6 +121,8 @@ export default class Run extends ForgeCommand {
       ...(adapterConfig ? { adapterConfig } : {}),
       ...runExtras,
     }
+    if (faults.sweep !== undefined && !flags['dry-run']) return runSweep(this, { ...options, ...(flags['max-in-flight'] ? { maxInFlight: flags['max-in-flight'] } : {}) }, faults.sweep)
+    if (faults.plan !== undefined) options.faults = faults.plan
     if (flags['dry-run']) {
       const plan = await dryRun(resolveConfig(), options)
       if (!quiet) printDryRun((line) => this.log(line), plan)
@@ -162,6 +171,7 @@ function printDryRun(log: (line: string) => void, plan: DryRunReport): void {
   if (plan.sequential) {
     log(`sequential stopping: a task stops once its Wilson 95% interval is ≤ ${plan.sequential.width} wide (checked every ${plan.sequential.round_size} attempts, after ${plan.sequential.min_attempts})`)
   }
+  if (plan.faults) log(`fault profile ${plan.faults.profile_hash.slice(0, 12)}: ${plan.faults.rules} rule(s), ${plan.faults.mode}, rate ${plan.faults.rate}`)
   const basis = e.source === 'observed' ? `mean usage of ${e.observed_attempts} earlier attempts of this suite and model` : 'a rough heuristic from payload sizes (no earlier attempts of this suite and model)'
   log(`estimated tokens: ${e.input_tokens.toLocaleString('en-US')} in, ${e.output_tokens.toLocaleString('en-US')} out (${basis})`)
   log(
