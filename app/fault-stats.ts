@@ -11,8 +11,8 @@ import { faultedCounts, faultTotals, findCleanRun, newestSweepId, sweepRunCounts
 import { ConfigError } from '../stack/errors.js'
 
 export interface FaultStats {
-  /** the run's fault stamps; null when it was run without a profile */
-  profile: { hash: string; mode: string; rate: number; sweep_id: string } | null
+  /** the run's fault stamps */
+  profile: { hash: string; mode: string; rate: number; sweep_id: string }
   /** faults injected over the run (tool and model calls) */
   injected: number
   recovery: RecoveryFigures
@@ -20,22 +20,19 @@ export interface FaultStats {
   robustness: RobustnessDrop | { unavailable: string }
 }
 
-/** A run's fault statistics, or undefined for a run without a profile that met no fault. */
+/** A run's fault statistics, or undefined for a run without a fault profile. */
 export async function getFaultStats(reader: StoreReader, run: RunRecord | undefined, runId: string): Promise<FaultStats | undefined> {
-  const profiled = run?.fault_profile_hash !== undefined && run.fault_profile_hash !== ''
+  // a run without a profile injected nothing: its stats cost no extra query
+  if (run?.fault_profile_hash === undefined || run.fault_profile_hash === '') return undefined
   const totals = await faultTotals(reader, runId)
-  if (!profiled && totals.injected === 0) return undefined
   const [counts, tasks] = await Promise.all([faultedCounts(reader, runId), taskCounts(reader, runId)])
-  let robustness: FaultStats['robustness'] = { unavailable: 'the run is not stored' }
-  if (run !== undefined) {
-    const clean = await findCleanRun(reader, run)
-    robustness =
-      clean === undefined
-        ? { unavailable: `no fault-free run of config ${run.config_id} on this suite content is stored: run it once without --fault-* flags (same --seed) to measure the drop` }
-        : robustnessDrop(clean.run_id, await taskCounts(reader, clean.run_id), tasks)
-  }
+  const clean = await findCleanRun(reader, run)
+  const robustness: FaultStats['robustness'] =
+    clean === undefined
+      ? { unavailable: `no fault-free run of config ${run.config_id} on this suite content is stored: run it once without --fault-* flags (same --seed) to measure the drop` }
+      : robustnessDrop(clean.run_id, await taskCounts(reader, clean.run_id), tasks)
   return {
-    profile: profiled ? { hash: run.fault_profile_hash!, mode: run.fault_mode ?? '', rate: run.fault_rate ?? 0, sweep_id: run.fault_sweep_id ?? '' } : null,
+    profile: { hash: run.fault_profile_hash, mode: run.fault_mode ?? '', rate: run.fault_rate ?? 0, sweep_id: run.fault_sweep_id ?? '' },
     injected: totals.injected,
     recovery: recoveryFigures(counts, totals.attempts, totals.met),
     robustness,

@@ -11,10 +11,8 @@ export function printFaultStats(log: (line: string) => void, faults: FaultStats)
   const p = faults.profile
   log('')
   log(
-    p === null
-      ? `injected faults: ${faults.injected} (no profile stamped on the run)`
-      : `fault profile ${p.hash.slice(0, 12)} (${p.mode}, rate ${p.rate}${p.sweep_id ? `, sweep ${p.sweep_id}` : ''}): ${faults.injected} faults injected; ` +
-          `${faults.recovery.attempts_met} of ${faults.recovery.attempts} attempts met one`,
+    `fault profile ${p.hash.slice(0, 12)} (${p.mode}, rate ${p.rate}${p.sweep_id ? `, sweep ${p.sweep_id}` : ''}): ${faults.injected} faults injected; ` +
+      `${faults.recovery.attempts_met} of ${faults.recovery.attempts} attempts met one`,
   )
   const r = faults.recovery.overall
   log(`recovery rate (met ≥ 1 disruptive fault and still passed): ${kn(r)} ${pct(r.rate)} ${interval(r.low, r.high)}`)

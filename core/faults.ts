@@ -48,9 +48,29 @@ export interface FaultDecision {
   window_start?: number
 }
 
-/** A seeded uniform number in [0, 1) for the given parts. */
-function unit(parts: readonly (string | number)[]): number {
-  return createRng(seedFromString(parts.join('\u0000')))()
+const FNV_OFFSET_BASIS = 0x811c9dc5
+const FNV_PRIME = 0x01000193
+
+/** FNV-1a over a string's UTF-16 code units, continuing from `hash`: no allocation on the hot path. */
+function fnv(hash: number, text: string): number {
+  let h = hash
+  for (let i = 0; i < text.length; i += 1) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, FNV_PRIME)
+  }
+  return h >>> 0
+}
+
+/** The hash of a call stream (seed, attempt, target, tool, rule): computed once per decision. */
+function streamHash(parts: readonly (string | number)[]): number {
+  let h = FNV_OFFSET_BASIS
+  for (const part of parts) h = fnv(fnv(h, String(part)), '\u0000')
+  return h
+}
+
+/** A seeded uniform number in [0, 1) for call `index` of a stream and a purpose (`hit`, `start`, `kind`, `detail`). */
+function unit(stream: number, index: number, purpose: string): number {
+  return createRng(fnv(fnv(stream, String(index)), purpose))()
 }
 
 const globCache = new Map<string, RegExp>()
@@ -105,22 +125,22 @@ export function burstStartProbability(rate: number, window: number): number {
 export const DEFAULT_BURST_WINDOW = 5
 
 function ruleHit(rule: FaultRule, ruleIndex: number, key: FaultCallKey): FaultDecision | undefined {
-  const stream = [key.runSeed, key.attemptKey, key.target, key.tool, ruleIndex]
+  const stream = streamHash([key.runSeed, key.attemptKey, key.target, key.tool, ruleIndex])
   const name = rule.name ?? `rule ${ruleIndex + 1}`
   if (rule.mode === 'uniform') {
-    if (unit([...stream, key.index, 'hit']) >= rule.rate) return undefined
-    return { kind: pickKind(rule, unit([...stream, key.index, 'kind'])), rule: ruleIndex, rule_name: name, detail: unit([...stream, key.index, 'detail']) }
+    if (unit(stream, key.index, 'hit') >= rule.rate) return undefined
+    return { kind: pickKind(rule, unit(stream, key.index, 'kind')), rule: ruleIndex, rule_name: name, detail: unit(stream, key.index, 'detail') }
   }
   const window = rule.window ?? DEFAULT_BURST_WINDOW
   const start = burstStartProbability(rule.rate, window)
   // the latest call that opened a window still covering this one
   for (let j = key.index; j >= 0 && j > key.index - window; j -= 1) {
-    if (unit([...stream, j, 'start']) < start) {
+    if (unit(stream, j, 'start') < start) {
       return {
-        kind: pickKind(rule, unit([...stream, j, 'kind'])),
+        kind: pickKind(rule, unit(stream, j, 'kind')),
         rule: ruleIndex,
         rule_name: name,
-        detail: unit([...stream, key.index, 'detail']),
+        detail: unit(stream, key.index, 'detail'),
         window_start: j,
       }
     }
