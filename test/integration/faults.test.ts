@@ -11,7 +11,8 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runFaultSweep } from '../../app/fault-sweep.js'
 import { faultPlanOf } from '../../app/faults.js'
-import { generateAdversarialSuite } from '../../app/generate-adversarial.js'
+import { generateAdversarialSuite, readProvenance } from '../../app/generate-adversarial.js'
+import { loadSuite } from '../../engine/suite-loader.js'
 import { runSuite } from '../../app/run.js'
 import { getRunStats } from '../../app/stats.js'
 import { openReader } from '../../app/store-access.js'
@@ -164,6 +165,27 @@ describe('fault injection on the embedded stack', () => {
     expect(report.families?.[1]?.k).toBe(0)
     const text = forge(['stats', '--run-id', report.run_id], stack.env)
     expect(text.stdout).toContain(`  fails gracefully when a tool is missing: ${report.families![0]!.k}/10`)
+
+    // the failing cases kept as a corpus: a valid suite holding exactly them, with where they were kept from
+    const failing = (await sql<{ task_id: string }>(
+      "SELECT task_id FROM attempts FINAL WHERE run_id = {run:String} GROUP BY task_id HAVING countIf(outcome = 'pass') < count() ORDER BY task_id",
+      { run: report.run_id },
+    )).map((r) => r.task_id)
+    const corpus = path.join(scratch, 'corpus')
+    const kept = forge(['generate', 'keep-failing', '--run-id', report.run_id, '--into', corpus, '--json'], stack.env)
+    expect(kept.status).toBe(0)
+    expect((JSON.parse(kept.stdout) as { kept: { task_id: string }[] }).kept.map((k) => k.task_id)).toEqual(failing)
+    const suite = await loadSuite(corpus)
+    expect(suite.name).toBe('smoke_adversarial_corpus')
+    expect(suite.tasks.map((t) => t.id).sort()).toEqual(failing)
+    expect((await readProvenance(corpus))!.tasks[failing[0]!]!.kept_from).toMatchObject({ run_id: report.run_id, attempts: 2 })
+    // keeping again adds nothing twice
+    const again = forge(['generate', 'keep-failing', '--run-id', report.run_id, '--into', corpus, '--json'], stack.env)
+    expect(JSON.parse(again.stdout)).toMatchObject({ kept: [], already: failing, tasks: failing.length })
+    // a run of a suite that was not generated has nothing to keep
+    const refused = forge(['generate', 'keep-failing', '--run-id', 'faults-clean', '--into', path.join(scratch, 'nope')], stack.env)
+    expect(refused.status).toBe(2)
+    expect(refused.stderr).toMatch(/is not a generated adversarial suite/)
   })
 
   it('works from the CLI: loud profile errors, the schema, stats of a sweep, compare warning on different profiles', () => {
