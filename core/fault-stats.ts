@@ -8,6 +8,7 @@
  *   tested against the sweep's fault-free point.
  * The store aggregates the counts (store/fault-queries.ts); this turns them into figures.
  */
+import { FAULT_KINDS } from './faults.js'
 import { benjaminiHochberg, compareProportions } from './hypothesis.js'
 import { rateOf, suiteRate, type Rate } from './stats.js'
 
@@ -48,7 +49,11 @@ export function recoveryFigures(rows: readonly FaultedCount[], attempts: number,
   const sum = (list: readonly FaultedCount[]) => list.reduce((acc, r) => ({ n: acc.n + r.n, k: acc.k + r.k, calls: acc.calls + r.calls }), { n: 0, k: 0, calls: 0 })
   const disruptive = rows.filter((r) => r.kind === '')
   const all = sum(disruptive)
-  const kinds = [...new Set(rows.filter((r) => r.kind !== '').map((r) => r.kind))]
+  const order = (kind: string) => {
+    const at = (FAULT_KINDS as readonly string[]).indexOf(kind)
+    return at < 0 ? FAULT_KINDS.length : at
+  }
+  const kinds = [...new Set(rows.filter((r) => r.kind !== '').map((r) => r.kind))].sort((a, b) => order(a) - order(b))
   return {
     overall: rateOf(all.k, all.n),
     by_kind: kinds.map((kind) => {

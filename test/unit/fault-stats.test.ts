@@ -20,9 +20,10 @@ describe('recoveryFigures', () => {
     )
     // 1 + 5 of 4 + 6 attempts that met a disruptive fault still passed
     expect(figures.overall).toEqual(rateOf(6, 10))
+    // in FAULT_KINDS order
     expect(figures.by_kind).toEqual([
-      { kind: '500', calls: 8, ...rateOf(2, 6) },
       { kind: 'timeout', calls: 5, ...rateOf(4, 5) },
+      { kind: '500', calls: 8, ...rateOf(2, 6) },
       { kind: 'slow', calls: 3, ...rateOf(3, 3) },
     ])
     expect(figures.by_task).toEqual([
