@@ -40,7 +40,7 @@ export default class Stats extends ForgeCommand {
       if (!this.jsonEnabled()) {
         reports.forEach((stats, i) => {
           if (i > 0) this.log(`\n${'='.repeat(60)}\n`)
-          printRunStats((line) => this.log(line), stats)
+          printRunStats((line) => this.log(line), stats, ks ? { ks } : {})
         })
       }
       return reports.length === 1 ? reports[0]! : reports
