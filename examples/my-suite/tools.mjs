@@ -6,7 +6,7 @@ export const tools = [
     input_schema: { type: 'object', properties: { sql: { type: 'string' } }, required: ['sql'] },
     run: (args, ctx) => {
       const statement = ctx.env.db.db.prepare(args.sql)
-      if (!statement.reader) throw new Error('sql_query only reads; use sql_execute to change data')
+      if (!statement.reader || !statement.readonly) throw new Error('sql_query only reads; use sql_execute to change data')
       return statement.all()
     },
   },
