@@ -16,7 +16,7 @@ export default class Run extends ForgeCommand {
     '<%= config.bin %> run --suite ./suites/toy_math --attempts 20 --workers 2 --seed 42',
     '<%= config.bin %> run --suite smoke --task echo_greeting --task sum_two_numbers --json',
     '<%= config.bin %> run --suite toy_math --attempts 200 --dry-run',
-    '<%= config.bin %> run --suite smoke --attempts 200 --stop-at-width 0.2 --price-table ./prices/default.yaml',
+    '<%= config.bin %> run --suite smoke --attempts 100 --stop-at-width 0.3 --price-table ./prices/default.yaml',
     {
       description: 'A model-backed agent (needs an OpenAI-compatible model server).',
       command: 'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
