@@ -14,12 +14,18 @@ export default class Run extends ForgeCommand {
     'Temporal dev server, nats-server and ingester with state under .forge/, and stores results in embedded chDB.'
   static override examples = [
     '<%= config.bin %> run --suite smoke --adapter mock --attempts 5',
-    '<%= config.bin %> run --suite ./suites/toy_math --attempts 20 --workers 4 --seed 42',
-    '<%= config.bin %> run --suite smoke --task echo --task add --json',
+    '<%= config.bin %> run --suite ./suites/toy_math --attempts 20 --workers 2 --seed 42',
+    '<%= config.bin %> run --suite smoke --task echo_greeting --task sum_two_numbers --json',
     '<%= config.bin %> run --suite toy_math --attempts 200 --dry-run',
-    '<%= config.bin %> run --suite smoke --attempts 200 --stop-at-width 0.2 --price-table ./my-prices.yaml',
-    'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
-    '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
+    '<%= config.bin %> run --suite smoke --attempts 100 --stop-at-width 0.3 --price-table ./prices/default.yaml',
+    {
+      description: 'A model-backed agent (needs an OpenAI-compatible model server).',
+      command: 'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
+    },
+    {
+      description: 'With LLM-judge metrics (needs an OpenAI-compatible judge model server).',
+      command: '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
+    },
   ]
   static override flags = {
     suite: Flags.string({ char: 's', summary: 'Suite name (bundled), directory, or npm package.', default: 'smoke' }),
