@@ -37,7 +37,8 @@ describe('attempt seeds', () => {
   })
 
   it('leaves the run id out, so the same run seed reproduces an attempt in a new run', () => {
-    expect(attemptSeedOf({ ...key, run_id: 'r2', attempt_uid: 'r2/c0/echo/3' }, 's')).toBe(attemptSeedOf(key, 's'))
+    const sameAttemptInAnotherRun: AttemptKey = { ...key, run_id: 'r2', attempt_uid: 'r2/c0/echo/3' }
+    expect(attemptSeedOf(sameAttemptInAnotherRun, 's')).toBe(attemptSeedOf(key, 's'))
     const seeds = [attemptSeedOf(key, 's'), attemptSeedOf(key, 't'), attemptSeedOf({ ...key, attempt: 4 }, 's'), attemptSeedOf({ ...key, task_id: 'other' }, 's'), attemptSeedOf({ ...key, config_id: 'c1' }, 's')]
     expect(new Set(seeds).size).toBe(seeds.length)
   })
