@@ -4,12 +4,13 @@
  * and answer with the run's statistics computed from ClickHouse.
  */
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { JudgeSettings, RunPlan, type JudgeSettingsInput, type SequentialRule, type Task } from '../core/contracts/index.js'
+import { configIdOf, mintRunId } from '../core/identity.js'
 import { isJudgeSpec } from '../core/graders/index.js'
 import { judgeStamps } from '../core/judging.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
@@ -85,21 +86,6 @@ export interface RunReport extends RunStats {
   judge_not_executed?: number
 }
 
-export function newRunId(now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:T]/g, '').slice(0, 14)
-  return `r${stamp}-${randomBytes(3).toString('hex')}`
-}
-
-/**
- * A configuration's identity: the same adapter and settings give the same id across runs. The
- * price table is left out: it changes what an attempt costs, not what the agent does.
- */
-export function configIdOf(adapter: string, adapterConfig: Record<string, unknown>): string {
-  const { price_table: _priceTable, ...settings } = adapterConfig
-  const digest = createHash('sha256').update(JSON.stringify({ adapter, adapterConfig: settings })).digest('hex')
-  return `${adapter}-${digest.slice(0, 8)}`
-}
-
 interface PreparedRun {
   suite: LoadedSuite
   tasks: Task[]
@@ -154,7 +140,7 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
     min_attempts: opts.sequential.minAttempts ?? 10,
   }
   const parsed = RunPlan.safeParse({
-    run_id: opts.runId ?? newRunId(),
+    run_id: opts.runId ?? mintRunId(Date.now(), randomBytes(3).toString('hex')),
     config_id: configIdOf(opts.adapter, adapterConfig),
     suite_path: suite.path,
     suite: suite.name,
