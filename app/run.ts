@@ -19,7 +19,7 @@ import type { LoadedSuite } from '../core/plugins.js'
 import { connectBus, subjects, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun, observedUsage } from '../store/repositories.js'
 import type { ForgeConfig } from '../stack/config.js'
-import { ConfigError } from '../stack/errors.js'
+import { ConfigError, ForgeError } from '../core/errors.js'
 import { stackUp } from '../stack/local-stack.js'
 import { buildInvocationPayload } from '../engine/attempt-runner.js'
 import { PriceTableError } from '../engine/llm/errors.js'
@@ -329,8 +329,9 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
 }
 
 /** Thrown when the run workflow itself failed (a configuration error, or it was cancelled). */
-export class RunFailedError extends Error {
+export class RunFailedError extends ForgeError {
   override name = 'RunFailedError'
+  readonly kind = 'run_failed'
 }
 
 function rootMessage(error: Error): string {
