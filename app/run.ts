@@ -26,7 +26,7 @@ import { PriceTableError } from '../engine/llm/errors.js'
 import { priceTableFor } from '../engine/llm/price-table.js'
 import { loadSuite } from '../engine/suite-loader.js'
 import { adapters } from '../engine/adapters/index.js'
-import { judgeTaskQueue } from '../engine/judge/queue.js'
+import { readSetting } from '../config/index.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
@@ -125,7 +125,7 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
   }
   let judge: JudgeSettings | undefined
   if (opts.judge !== undefined) {
-    const parsedJudge = JudgeSettings.safeParse({ task_queue: judgeTaskQueue(), ...opts.judge })
+    const parsedJudge = JudgeSettings.safeParse({ task_queue: readSetting('judgeTaskQueue'), ...opts.judge })
     if (!parsedJudge.success) {
       throw new ConfigError(`invalid judge settings: ${parsedJudge.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`)
     }
@@ -141,7 +141,7 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
     settings: judge,
     graderModels: judgeSpecs.map((spec) => spec['model']).filter((model): model is string => typeof model === 'string'),
     judgeGraders: judgeSpecs.length > 0,
-    envModel: process.env['FORGE_JUDGE_MODEL'],
+    envModel: readSetting('judgeModel'),
   })
   // a task's judge graders are asked inside its attempt: up to two calls each
   const judgeGraderMs = judgeSpecs.length === 0 ? 0 : 2 * (judge?.timeout_ms ?? 120_000) * Math.max(...tasks.map((t) => t.outcome_graders.filter(isJudgeSpec).length))

@@ -7,6 +7,7 @@
  * the process group stopped when the attempt ends.
  */
 import path from 'node:path'
+import { readSetting } from '../../config/index.js'
 import type { InvocationPayload } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter } from '../../core/plugins.js'
 import { LlmConfigError } from '../llm/errors.js'
@@ -24,7 +25,7 @@ export const pydanticAiAdapter: AgentAdapter = {
   ...(subprocessAdapter.stopGraceMs !== undefined ? { stopGraceMs: subprocessAdapter.stopGraceMs } : {}),
   async invoke(payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput> {
     const config = parseModelConfig('pydantic-ai', ctx.config)
-    const python = ctx.config['python'] ?? process.env['FORGE_PYTHON'] ?? 'python3'
+    const python = ctx.config['python'] ?? readSetting('python')
     if (typeof python !== 'string' || python === '') throw new LlmConfigError('pydantic-ai adapter config python must name a Python interpreter')
     const settings = {
       model: config.model,
