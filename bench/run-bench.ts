@@ -49,7 +49,7 @@ async function endToEnd(attemptsTotal: number, workers: number): Promise<void> {
     await runSuite(config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers, concurrency: 100, seed: 'warm' })
     const report = await runSuite(
       config,
-      { suite: 'smoke', adapter: 'mock', attempts: perTask, workers, concurrency: 100, seed: 'bench', maxInFlight: 500 },
+      { suite: 'smoke', adapter: 'mock', attempts: perTask, workers, concurrency: 100, seed: 'bench', max_in_flight: 500 },
       (event) => {
         if (event.kind === 'workers') event.pids.forEach((pid, i) => watch.set(`worker ${i}`, pid))
       },

@@ -110,14 +110,14 @@ export const SETTINGS = {
     variable: 'FORGE_EXIT_WITH_PARENT',
     description: 'A worker process stops when its parent (forge run) is gone (1) or not (0)',
     fallback: false,
-    defaultText: '0',
+    defaultText: '0 (off)',
     schema: switchValue,
   }),
   judgeWorker: define({
     variable: 'FORGE_JUDGE_WORKER',
     description: 'A worker process also serves the judge task queue (1) or only attempts (0)',
     fallback: true,
-    defaultText: '1',
+    defaultText: '1 (on)',
     schema: switchValue,
   }),
   judgeRate: define({

@@ -26,11 +26,11 @@ const DROPPED_SKILL = 0.3
 
 async function pair(suite: string, seed: string, dropped: string[]): Promise<{ a: RunReport; b: RunReport }> {
   const base = { suite, adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50 }
-  const a = await runSuite(stack.config, { ...base, seed: `${seed}-a`, adapterConfig: { skill: SKILL } })
+  const a = await runSuite(stack.config, { ...base, seed: `${seed}-a`, adapter_config: { skill: SKILL } })
   const b = await runSuite(stack.config, {
     ...base,
     seed: `${seed}-b`,
-    adapterConfig: { skill: SKILL, task_skill: Object.fromEntries(dropped.map((t) => [t, DROPPED_SKILL])) },
+    adapter_config: { skill: SKILL, task_skill: Object.fromEntries(dropped.map((t) => [t, DROPPED_SKILL])) },
   })
   return { a, b }
 }
@@ -76,7 +76,7 @@ describe('forge compare of two mock runs with a planted drop', () => {
 
   it('finds no regression between two runs of the same agent with different seeds', async () => {
     const { a } = runs.get('e2e-1')!
-    const again = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'e2e-1-again', adapterConfig: { skill: SKILL } })
+    const again = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'e2e-1-again', adapter_config: { skill: SKILL } })
     const report = await compare({ runA: a.run_id, runB: again.run_id })
     expect({ regression: report.regression, findings: report.findings }).toEqual({
       regression: false,
