@@ -17,7 +17,7 @@ const RunConfigObject = z
   .object({
     /** a bundled suite's name, a directory, or an npm package */
     suite: z.string().min(1, 'must name a suite'),
-    adapter: z.string().refine((name) => adapters.has(name), { error: () => `is not a known adapter (known adapters: ${[...adapters.keys()].join(', ')})` }),
+    adapter: z.string().refine((name) => adapters.has(name), { error: (issue) => `names an unknown adapter ${JSON.stringify(issue.input)} (known adapters: ${[...adapters.keys()].join(', ')})` }),
     /** the adapter's settings; part of the config id */
     adapter_config: z.record(z.string(), z.unknown(), 'must be a JSON object').default({}),
     /** attempts per task */
@@ -107,7 +107,8 @@ export function parseRunConfig(input: unknown): RunConfig {
   const parsed = RunConfig.safeParse(input, { reportInput: true })
   if (parsed.success) return parsed.data
   const problems = parsed.error.issues.map((issue) => {
-    const got = issue.input === undefined || issue.code === 'unrecognized_keys' ? '' : `, got ${JSON.stringify(issue.input)}`
+    // custom checks name the value themselves
+    const got = issue.input === undefined || issue.code === 'unrecognized_keys' || issue.code === 'custom' ? '' : `, got ${JSON.stringify(issue.input)}`
     return `${labelOf(issue.path)} ${issue.message.replace(/^[A-Z]/, (c) => c.toLowerCase())}${got}`
   })
   throw new ConfigError(problems.length === 1 ? problems[0]! : `invalid run configuration:\n  ${problems.join('\n  ')}`)

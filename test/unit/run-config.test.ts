@@ -123,7 +123,7 @@ describe('runConfigFromFlags + parseRunConfig', () => {
     [{ workers: 300 }, '--workers must be a whole number from 1 to 256, got 300'],
     [{ concurrency: 0 }, '--concurrency must be a whole number from 1 to 1000, got 0'],
     [{ 'max-in-flight': 501 }, '--max-in-flight must be a whole number from 1 to 500, got 501'],
-    [{ adapter: 'nope' }, '--adapter is not a known adapter (known adapters: '],
+    [{ adapter: 'nope' }, '--adapter names an unknown adapter "nope" (known adapters: mock, '],
     [{ 'run-id': 'a b' }, '--run-id may contain only letters, digits, _ and - (at most 100), got "a b"'],
     [{ 'adapter-config': '{nope' }, '--adapter-config is not valid JSON: '],
     [{ 'adapter-config': '[1]' }, '--adapter-config must be a JSON object, got [1]'],
