@@ -8,11 +8,13 @@ import { randomBytes } from 'node:crypto'
 import type { FaultProfile } from '../core/contracts/index.js'
 import type { RecoveryCurve } from '../core/fault-stats.js'
 import { profileAtRate } from '../core/faults.js'
-import type { ForgeConfig } from '../stack/config.js'
-import { ConfigError } from '../stack/errors.js'
+import type { ForgeConfig } from '../config/index.js'
+import { ConfigError } from '../core/errors.js'
 import { getRecoveryCurve } from './fault-stats.js'
 import { faultPlanOf } from './faults.js'
-import { newRunId, runSuite, type RunEvent, type RunOptions, type RunReport } from './run.js'
+import { mintRunId } from '../core/identity.js'
+import type { RunConfigInput } from './run-config.js'
+import { runSuite, type RunEvent, type RunReport } from './run.js'
 import { openReader } from './store-access.js'
 
 export interface FaultSweepReport {
@@ -27,22 +29,23 @@ export type SweepEvent = RunEvent | { kind: 'sweep-point'; rate: number; index: 
 
 export async function runFaultSweep(
   config: ForgeConfig,
-  opts: Omit<RunOptions, 'faults'>,
+  run: RunConfigInput,
   sweep: { profile: FaultProfile; rates: readonly number[] },
+  signal?: AbortSignal,
   onEvent: (event: SweepEvent) => void = () => undefined,
 ): Promise<FaultSweepReport> {
   if (sweep.rates.length < 2) throw new ConfigError(`a fault sweep needs at least two fail rates, got ${sweep.rates.join(', ') || 'none'}`)
-  const base = opts.runId ?? newRunId()
+  const base = run.run_id ?? mintRunId(Date.now(), randomBytes(3).toString('hex'))
   const sweepId = `${base}-sweep`
   if (!/^[A-Za-z0-9_-]{1,90}$/.test(base)) throw new ConfigError(`--run-id may contain only letters, digits, _ and - (got "${base}")`)
   // one seed for every point: the curve compares the same attempts under more faults
-  const seed = opts.seed ?? randomBytes(4).toString('hex')
+  const seed = run.seed ?? randomBytes(4).toString('hex')
   const runs: RunReport[] = []
   for (const [index, rate] of sweep.rates.entries()) {
     const runId = `${base}-f${index}`
     onEvent({ kind: 'sweep-point', rate, index, of: sweep.rates.length, run_id: runId })
-    runs.push(await runSuite(config, { ...opts, runId, seed, faults: faultPlanOf(profileAtRate(sweep.profile, rate), sweepId) }, onEvent))
-    if (opts.signal?.aborted) break
+    runs.push(await runSuite(config, { ...run, run_id: runId, seed, faults: faultPlanOf(profileAtRate(sweep.profile, rate), sweepId) }, onEvent, signal))
+    if (signal?.aborted) break
   }
   const reader = await openReader(config)
   try {

@@ -7,17 +7,13 @@
 import type { AttemptRegrade, StoredTrace, Tier2Result } from '../core/contracts/index.js'
 import { envQueryKey, type EnvironmentView } from '../core/env-diff.js'
 import { envQueriesOf, fixtureRefsOf } from '../core/graders/index.js'
-import { planJudging } from '../core/judging.js'
-import { runDeterministicMetrics } from '../core/metrics/index.js'
+import { attemptKeyOf } from '../core/identity.js'
 import type { LoadedSuite } from '../core/plugins.js'
-import { decideJudgement } from '../core/review.js'
-import { decideVerdict } from '../core/verdict.js'
-import type { StoreReader } from '../store/clickhouse.js'
 import { countRegrades, getStoredTraces, latestGradingVersion, storedTraceSizes, tier2Results } from '../store/grading-repositories.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import type { ForgeConfig } from '../stack/config.js'
 import { ConfigError } from '../stack/errors.js'
-import { gradeTrace, withoutSelfReport } from '../engine/grade-trace.js'
+import { gradeAttempt, judgementOf } from '../engine/grading-pipeline.js'
 import { loadSuite } from '../engine/suite-loader.js'
 import { writeGradingRecords } from './grading-store.js'
 import { openReader } from './store-access.js'
@@ -162,38 +158,23 @@ export async function regradeOne(
   if (missing.length > 0) {
     return { reason: `the graders ask ${missing.length} query(ies) that were not run against the end state, which is gone: ${missing.map((q) => `${q.fixture}: ${q.sql}`).join('; ')}` }
   }
-  const graded = await gradeTrace({ suite, task, trace: stored.trace, env, processEnv })
-  const validity = stored.trace.isolation_degraded !== undefined ? { validity: 'degraded' as const } : {}
-  const verdict = decideVerdict({ trace: stored.trace, grades: graded.grades, invariants: graded.invariants, ...validity, ...(graded.harnessError !== undefined ? { harnessError: graded.harnessError } : {}) })
-  const deterministic = runDeterministicMetrics({ trace: withoutSelfReport(stored.trace), task, grades: graded.grades, invariants: graded.invariants })
+  const graded = await gradeAttempt({ suite, task, trace: stored.trace, env, processEnv })
   // a regrade asks no judge: tier 2 is carried over from the previous version, else not run (and the attempt flagged)
-  const judging = planJudging({ settings: undefined, grades: graded.grades, deterministic, hasGolden: task.golden !== undefined, invalid: verdict.validity === 'invalid' })
-  const carried = judging.tier2.status === 'not_run' && previousTier2 !== undefined && ['localized', 'not_localized', 'errored'].includes(previousTier2.status)
-  const tier2 = carried ? previousTier2 : judging.tier2
-  const ids = { attempt_uid: stored.attempt_uid, run_id: stored.run_id, config_id: stored.config_id, suite: stored.suite, task_id: stored.task_id, attempt: stored.attempt }
-  const judgement = decideJudgement({
-    ids,
-    grading_version: gradingVersion,
-    revision: 1,
-    task,
-    trace: stored.trace,
-    verdict,
-    grades: graded.grades,
-    invariants: graded.invariants,
-    tier2,
-    created_at: at,
-  })
+  const planned = graded.judging.tier2
+  const carried = planned.status === 'not_run' && previousTier2 !== undefined && ['localized', 'not_localized', 'errored'].includes(previousTier2.status)
+  const key = attemptKeyOf(stored)
+  const judgement = judgementOf({ key, task, trace: stored.trace, graded, tier2: carried ? previousTier2 : planned, gradingVersion, revision: 1, createdAt: at })
   return {
     regrade: {
-      ...ids,
+      ...key,
       grading_version: gradingVersion,
-      outcome: verdict.outcome,
-      validity: verdict.validity,
-      failure_bucket: verdict.failure_bucket,
+      outcome: graded.verdict.outcome,
+      validity: graded.verdict.validity,
+      failure_bucket: graded.verdict.failure_bucket,
       grades: graded.grades,
       invariants: graded.invariants,
       error: graded.harnessError ?? '',
-      metrics: deterministic,
+      metrics: graded.deterministic,
       judgement,
       regraded_at: at,
     },

@@ -4,8 +4,8 @@ import type { FaultPlan, FaultProfile } from '../core/contracts/index.js'
 import { FAULT_KINDS } from '../core/faults.js'
 import { runFaultSweep, type FaultSweepReport } from '../app/fault-sweep.js'
 import { faultPlanOf, faultsFromFlags } from '../app/faults.js'
-import type { RunOptions } from '../app/run.js'
-import { resolveConfig } from '../stack/config.js'
+import type { RunConfigInput } from '../app/run-config.js'
+import type { ForgeConfig } from '../config/index.js'
 import type { ForgeCommand } from './base.js'
 import { printRecoveryCurve } from './fault-view.js'
 import { pct } from './format.js'
@@ -42,7 +42,7 @@ export async function faultsOf(flags: FaultFlagValues): Promise<{ plan?: FaultPl
 export type SweepResult = FaultSweepReport
 
 /** Runs a sweep, printing progress and the curve unless --json. */
-export async function runSweep(command: ForgeCommand, options: Omit<RunOptions, 'faults'>, sweep: { profile: FaultProfile; rates: number[] }): Promise<SweepResult> {
+export async function runSweep(command: ForgeCommand, config: ForgeConfig, run: RunConfigInput, sweep: { profile: FaultProfile; rates: number[] }): Promise<SweepResult> {
   const quiet = command.jsonEnabled()
   const interrupt = new AbortController()
   const onInterrupt = () => {
@@ -50,7 +50,7 @@ export async function runSweep(command: ForgeCommand, options: Omit<RunOptions, 
     interrupt.abort()
   }
   process.on('SIGINT', onInterrupt)
-  const report = await runFaultSweep(resolveConfig(), { ...options, signal: interrupt.signal }, sweep, (event) => {
+  const report = await runFaultSweep(config, run, sweep, interrupt.signal, (event) => {
     if (quiet) return
     if (event.kind === 'sweep-point') command.log(`fault sweep point ${event.index + 1}/${event.of}: fail rate ${event.rate} (run ${event.run_id})`)
     else if (event.kind === 'task-done') command.log(`  [${event.done_tasks}/${event.total_tasks}] ${event.task_id}: ${event.k}/${event.n} passed`)

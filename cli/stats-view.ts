@@ -12,12 +12,18 @@ export function stampLine(stamps: RunStamps): string {
   return `${price}${suite}${judge}${faults}`
 }
 
+/** Which pass@k / pass^k columns a report shows. */
+export interface StatsViewOptions {
+  /** every k asked for (forge stats --k), each shown; default: the computed ks above 1 (pass@1 = pass^1 = the success rate) */
+  ks?: readonly number[]
+}
+
 /** A run's report: per suite, a success table and a cost/latency table, then the suite's headline figures. */
-export function printRunStats(log: (line: string) => void, stats: RunStats): void {
+export function printRunStats(log: (line: string) => void, stats: RunStats, options: StatsViewOptions = {}): void {
   const run = stats.run
   log(`run ${stats.run_id}${run ? `  suite ${run.suite}  adapter ${run.adapter}  status ${run.status}` : ''}`)
   log(stampLine(stats.stamps))
-  const ks = stats.ks.filter((k) => k > 1)
+  const ks = options.ks ? [...options.ks] : stats.ks.filter((k) => k > 1)
   for (const suite of stats.suites) {
     const tasks = stats.tasks.filter((t) => t.suite === suite.suite)
     if (stats.suites.length > 1) log(`\nsuite ${suite.suite} (reported apart: suites are never pooled)`)
@@ -69,9 +75,20 @@ export function printRunStats(log: (line: string) => void, stats: RunStats): voi
   if (stats.faults !== undefined) printFaultStats(log, stats.faults)
 }
 
+// a k the run has too few attempts for is said so, not left a bare n/a
+const K_ABOVE_N = 'n/a (k > n)'
+
 function passCells(t: TaskStats, k: number): string[] {
   const p = t.pass_k.find((x) => x.k === k)
+  if (k > t.n) return [K_ABOVE_N, K_ABOVE_N]
   return [pct(p?.pass_at_k), pct(p?.pass_hat_k)]
+}
+
+function suitePass(suite: SuiteStats, k: number): string {
+  const p = suite.pass_k.find((x) => x.k === k)
+  if (p === undefined || p.tasks === 0) return `pass@${k} ${K_ABOVE_N}`
+  const over = p.tasks < suite.success.tasks ? ` (over the ${p.tasks} of ${suite.success.tasks} tasks with k ≤ n)` : ''
+  return `pass@${k} ${pct(p.pass_at_k)}, pass^${k} ${pct(p.pass_hat_k)}${over}`
 }
 
 function printSuiteHeadline(log: (line: string) => void, suite: SuiteStats, ks: number[]): void {
@@ -81,10 +98,7 @@ function printSuiteHeadline(log: (line: string) => void, suite: SuiteStats, ks: 
     `pass rate over all ${v.n} attempts: ${pct(v.all.rate)}; over the ${v.n_valid} valid attempts: ${pct(v.valid.rate)}` +
       ` (${v.invalid} invalid excluded; each the unweighted mean of task rates)`,
   )
-  const passes = ks.map((k) => {
-    const p = suite.pass_k.find((x) => x.k === k)
-    return `pass@${k} ${pct(p?.pass_at_k)}, pass^${k} ${pct(p?.pass_hat_k)}`
-  })
+  const passes = ks.map((k) => suitePass(suite, k))
   log(`${passes.length > 0 ? `${passes.join('; ')}; ` : ''}consistency ${num(suite.consistency, 2)} (chance two attempts of a task agree)`)
   const latency = suite.latency_ms ? `${ms(suite.latency_ms.p50)} / ${ms(suite.latency_ms.p90)} / ${ms(suite.latency_ms.p99)} ms` : 'n/a'
   log(

@@ -4,6 +4,7 @@
  * low-confidence, found nothing, errored, or could not run). It never changes outcome or validity. Pure.
  */
 import type { AgentTrace, Grade, InvariantResult, Judgement, ReviewPacket, Tier2Result, Task } from './contracts/index.js'
+import type { AttemptKey } from './identity.js'
 import type { Verdict } from './verdict.js'
 import { outputText } from './graders/output.js'
 import { clip, traceSteps } from './judge/render.js'
@@ -44,7 +45,7 @@ export function reviewReasons(input: { tier0Failed: boolean; hasGolden: boolean;
 }
 
 export interface JudgementInput {
-  ids: { attempt_uid: string; run_id: string; config_id: string; suite: string; task_id: string; attempt: number }
+  ids: AttemptKey
   grading_version: number
   revision: number
   task: Task
@@ -52,6 +53,8 @@ export interface JudgementInput {
   verdict: Verdict
   grades: readonly Grade[]
   invariants: readonly InvariantResult[]
+  /** the suite holds the task's golden trace (engine/grading-pipeline goldenTraceOf): tier 2 can localize a failure */
+  hasGolden: boolean
   tier2: Tier2Result
   created_at: number
 }
@@ -59,8 +62,7 @@ export interface JudgementInput {
 /** The attempt's tier-2/tier-3 record, with a review packet when it is flagged. */
 export function decideJudgement(input: JudgementInput): Judgement {
   const failed = tier0Failed(input.grades)
-  const hasGolden = input.task.golden !== undefined
-  const reasons = reviewReasons({ tier0Failed: failed, hasGolden, tier2: input.tier2 })
+  const reasons = reviewReasons({ tier0Failed: failed, hasGolden: input.hasGolden, tier2: input.tier2 })
   return {
     ...input.ids,
     grading_version: input.grading_version,

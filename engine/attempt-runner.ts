@@ -1,19 +1,17 @@
 /**
  * Runs one attempt: builds the payload the agent may see, invokes the adapter behind the tool
- * proxy under the attempt's deadline, captures the trace, grades it after the agent stopped and
- * decides the verdict. Agent failures — a crash included — come back as data in the
- * AttemptResult; only bugs of the harness itself throw.
+ * proxy under the attempt's deadline, captures the trace, grades it after the agent stopped
+ * (engine/grading-pipeline.ts) and decides the verdict. Agent failures — a crash included — come
+ * back as data in the AttemptResult; only bugs of the harness itself throw.
  */
 import {
   AgentTrace,
   AttemptResult,
   InvocationPayload,
-  attemptUid,
   type AgentTraceInput,
   type BudgetLimit,
+  type EnvironmentReport,
   type FaultProfile,
-  type Grade,
-  type InvariantResult,
   type Judgement,
   type JudgeSettings,
   type MetricValue,
@@ -24,20 +22,16 @@ import {
 } from '../core/contracts/index.js'
 import type { EnvironmentView } from '../core/env-diff.js'
 import { envQueriesOf, outputText } from '../core/graders/index.js'
-import { planJudging } from '../core/judging.js'
-import { runDeterministicMetrics } from '../core/metrics/index.js'
+import { attemptKeyFor, attemptSeedOf, type AttemptKey } from '../core/identity.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
 import { costOf, type PriceTable } from '../core/pricing.js'
-import { seedFromString } from '../core/random.js'
-import { decideJudgement } from '../core/review.js'
-import { decideVerdict } from '../core/verdict.js'
-import { gradeTrace, withoutSelfReport } from './grade-trace.js'
+import { gradeAttempt, judgementOf, type AttemptGrades } from './grading-pipeline.js'
 import type { RateLimiter } from './judge/rate-limit.js'
-import { resolveUpstream, startLlmGateway, type LlmGateway } from './llm/gateway.js'
-import { startEnvironment } from './env/lifecycle.js'
+import { resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewaySummary } from './llm/gateway.js'
+import { startEnvironment, type EnvironmentSession, type EnvironmentStart } from './env/lifecycle.js'
 import { environmentFixtures, type EnvironmentPool } from './env/pool.js'
 import { attemptFaults, countInjectedFaults, metDisruptiveFault } from './faults.js'
-import { createToolBox } from './tool-proxy.js'
+import { createToolBox, type RecordingToolBox } from './tool-proxy.js'
 
 export interface ExecuteAttemptOptions {
   suite: LoadedSuite
@@ -130,34 +124,118 @@ type Invocation =
   /** the environment's seed could not be verified: the agent was never invoked */
   | { kind: 'skipped' }
 
-/** Runs one attempt; returns the result to publish and the full trace it was graded on. */
+/** The attempt's clock: `now`, the attempt's start, and times relative to it (span offsets). */
+interface AttemptClock {
+  now: () => number
+  startedAt: number
+  since(t: number): number
+}
+
+/** The task's environment fixtures, seeded and verified (status `none` without fixtures). */
+interface SeededEnvironment {
+  start: EnvironmentStart
+  session: EnvironmentSession | undefined
+  startedAt: number
+  seededAt: number
+}
+
+/** What the agent did, from the harness's side; the LLM gateway (if any) is closed by now. */
+interface AgentRun {
+  invocation: Invocation
+  tools: RecordingToolBox
+  startedAt: number
+  finishedAt: number
+  /** what the LLM gateway measured, when the adapter asked for one */
+  llm: { summary: LlmGatewaySummary; spans: Span[] } | undefined
+}
+
+/** The trace as captured once the agent stopped, with the environment view the graders read. */
+interface CapturedTrace {
+  trace: AgentTrace
+  /** the harness failed before grading: the adapter threw, the environment was not verified or not captured, the trace was invalid */
+  harnessError: string | undefined
+  envView: EnvironmentView | undefined
+  budgetLimit: BudgetLimit | undefined
+}
+
+/** The environment put back after grading: its report, and when the attempt finished. */
+interface RestoredEnvironment {
+  report: EnvironmentReport | undefined
+  finishedAt: number
+}
+
+/**
+ * Runs one attempt; returns the result to publish and the full trace it was graded on. Steps: seed
+ * the environment → run the agent → capture the trace → grade (engine/grading-pipeline.ts) →
+ * restore the environment → the result and the judgement.
+ */
 export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptExecution> {
-  const { suite, task, adapter } = opts
+  const { suite, task } = opts
+  const key = attemptKeyFor({ run_id: opts.runId, config_id: opts.configId, suite: suite.name, task_id: task.id, attempt: opts.attempt })
+  const seed = attemptSeedOf(key, opts.runSeed)
   const now = opts.now ?? Date.now
-  const uid = attemptUid(opts.runId, opts.configId, task.id, opts.attempt)
-  // the run id is left out on purpose: the same run seed must reproduce an attempt in a new run
-  const seed = seedFromString(`${opts.runSeed}:${opts.configId}/${task.id}/${opts.attempt}`)
-  const budget = task.budget
   const startedAt = now()
-  const since = (t: number): number => Math.max(0, t - startedAt)
+  const clock: AttemptClock = { now, startedAt, since: (t) => Math.max(0, t - startedAt) }
 
   const payload = buildInvocationPayload(task, suite)
-  // seeded and read back before any agent exists: a world nobody verified never meets an agent
+  const environment = await seedEnvironment(opts, clock)
+  const agent = await runAgent(opts, { key, seed, payload, environment, clock })
+  const captured = await captureTrace(opts, { key, environment, agent, clock })
+
+  // grading happens only now, after the agent stopped, on the captured trace
+  const gradingStarted = now()
+  const graded = await gradeAttempt({
+    suite,
+    task,
+    trace: captured.trace,
+    env: captured.envView,
+    judge: opts.judge,
+    processEnv: opts.env ?? process.env,
+    harnessError: captured.harnessError,
+  })
+  const gradingFinished = now()
+  captured.trace.spans.push(span('grading', 'attempt', 'grading', 'grade', clock.since(gradingStarted), gradingFinished - gradingStarted, {}))
+
+  const restored = await restoreEnvironment(environment, captured.trace, gradingFinished, clock)
+  const result = attemptResultOf(opts, { key, seed, agent, captured, graded, restored, startedAt })
+  const grading: AttemptGrading = {
+    metrics: [...graded.deterministic, ...graded.judging.skipped],
+    judgement: judgementOf({ key, task, trace: captured.trace, graded, tier2: graded.judging.tier2, gradingVersion: 1, revision: 1, createdAt: restored.finishedAt }),
+    ...(graded.judging.request !== undefined ? { judge: graded.judging.request } : {}),
+    ...(captured.envView !== undefined ? { env: captured.envView } : {}),
+  }
+  return { result, trace: captured.trace, grading }
+}
+
+/** Seeds the task's environment and reads it back before any agent exists: a world nobody verified never meets an agent. */
+async function seedEnvironment(opts: ExecuteAttemptOptions, clock: AttemptClock): Promise<SeededEnvironment> {
+  const { suite, task } = opts
   const hasEnvironment = environmentFixtures(task).length > 0
-  const envStarted = hasEnvironment ? now() : startedAt
-  const environment = await startEnvironment(opts.envPool !== undefined ? { suite, task, pool: opts.envPool } : { suite, task })
-  const envSession = environment.status === 'ready' ? environment.session : undefined
-  const envSeeded = hasEnvironment ? now() : envStarted
+  const envStarted = hasEnvironment ? clock.now() : clock.startedAt
+  const start = await startEnvironment(opts.envPool !== undefined ? { suite, task, pool: opts.envPool } : { suite, task })
+  const envSeeded = hasEnvironment ? clock.now() : envStarted
+  return { start, session: start.status === 'ready' ? start.session : undefined, startedAt: envStarted, seededAt: envSeeded }
+}
+
+/** Invokes the adapter behind the tool proxy (and the LLM gateway it asks for) under the attempt's deadline. */
+async function runAgent(
+  opts: ExecuteAttemptOptions,
+  input: { key: AttemptKey; seed: number; payload: InvocationPayload; environment: SeededEnvironment; clock: AttemptClock },
+): Promise<AgentRun> {
+  const { suite, task, adapter } = opts
+  const { key, environment, clock } = input
+  const budget = task.budget
+  const session = environment.session
   const controller = new AbortController()
-  const faults = opts.faults === undefined ? undefined : attemptFaults(opts.faults, { runSeed: opts.runSeed, configId: opts.configId, taskId: task.id, attempt: opts.attempt })
+  const faults = opts.faults === undefined ? undefined : attemptFaults(opts.faults, { runSeed: opts.runSeed, configId: key.config_id, taskId: task.id, attempt: key.attempt })
   const tools = createToolBox({
     task,
     suite,
-    attemptUid: uid,
+    attemptUid: key.attempt_uid,
     budget,
-    startedAt,
-    now,
-    ...(envSession !== undefined ? { env: envSession.handles } : {}),
+    startedAt: clock.startedAt,
+    now: clock.now,
+    ...(session !== undefined ? { env: session.handles } : {}),
     ...(faults !== undefined ? { faults, signal: controller.signal } : {}),
   })
   // started on the adapter's first ctx.llm(), closed when the agent stopped
@@ -168,15 +246,15 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
       upstream: resolveUpstream(opts.adapterConfig, opts.env ?? process.env),
       maxTokens: budget.max_tokens,
       priceTable: opts.priceTable,
-      startedAt,
-      now,
+      startedAt: clock.startedAt,
+      now: clock.now,
       onBudgetExhausted: (limit) => tools.exhaust(limit),
       faults,
     })
   const ctx: AdapterContext = {
-    attemptUid: uid,
+    attemptUid: key.attempt_uid,
     taskId: task.id,
-    seed,
+    seed: input.seed,
     tools,
     signal: controller.signal,
     config: opts.adapterConfig,
@@ -188,12 +266,12 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
   const golden = adapter.name === ORACLE_ADAPTER ? suite.goldens.get(task.id) : undefined
   if (golden !== undefined) ctx.golden = structuredClone(golden)
 
-  const agentStarted = now()
+  const agentStarted = clock.now()
   const invocation: Invocation =
-    environment.status === 'seed_unverified'
+    environment.start.status === 'seed_unverified'
       ? { kind: 'skipped' }
       : await invokeWithDeadline(
-          () => adapter.invoke(payload, ctx),
+          () => adapter.invoke(input.payload, ctx),
           budget.max_duration_ms,
           opts.graceMs ?? adapter.stopGraceMs ?? DEFAULT_GRACE_MS,
           () => {
@@ -201,24 +279,35 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
             controller.abort(new Error(`attempt deadline of ${budget.max_duration_ms} ms reached`))
           },
         )
-  const agentFinished = now()
+  const agentFinished = clock.now()
   agentStopped = true
   const llm = gateway === undefined ? undefined : await gateway.catch(() => undefined)
   await llm?.close()
-  const llmSummary = llm?.summary()
+  return { invocation, tools, startedAt: agentStarted, finishedAt: agentFinished, llm: llm === undefined ? undefined : { summary: llm.summary(), spans: llm.spans } }
+}
+
+/** The trace of a stopped agent: what the harness recorded (tool calls, spans, usage, end state) and what the adapter handed back. */
+async function captureTrace(
+  opts: ExecuteAttemptOptions,
+  input: { key: AttemptKey; environment: SeededEnvironment; agent: AgentRun; clock: AttemptClock },
+): Promise<CapturedTrace> {
+  const { task, adapter } = opts
+  const { environment, agent, clock } = input
+  const { invocation, tools } = agent
+  const budget = task.budget
 
   let harnessError: string | undefined
   // an adapter that gives up by throwing once an injected fault hit it failed under the fault: the agent's failure, not the harness's
-  const threwUnderFault = invocation.kind === 'threw' && faults !== undefined && metDisruptiveFault(tools.calls, llm?.spans ?? [])
+  const threwUnderFault = invocation.kind === 'threw' && opts.faults !== undefined && metDisruptiveFault(tools.calls, agent.llm?.spans ?? [])
   if (invocation.kind === 'threw' && !threwUnderFault) harnessError = `adapter "${adapter.name}" threw: ${errorMessage(invocation.error)}`
-  if (environment.status === 'seed_unverified') harnessError = `environment not verified, agent not invoked: ${environment.report.detail}`
+  if (environment.start.status === 'seed_unverified') harnessError = `environment not verified, agent not invoked: ${environment.start.report.detail}`
   const output = invocation.kind === 'threw' || invocation.kind === 'skipped' ? undefined : invocation.output
 
   // the end state is read once the agent stopped (its tool box is closed by then), before the restore
   let envView: EnvironmentView | undefined
-  if (envSession !== undefined) {
+  if (environment.session !== undefined) {
     try {
-      envView = await envSession.capture(envQueriesOf(task.outcome_graders))
+      envView = await environment.session.capture(envQueriesOf(task.outcome_graders))
     } catch (error) {
       harnessError ??= `the environment's end state could not be captured: ${errorMessage(error)}`
     }
@@ -226,20 +315,20 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
 
   let budgetLimit: BudgetLimit | undefined = tools.exhaustedBy
   // usage the gateway measured beats what an adapter says about itself
-  const usage = llmSummary?.usage ?? output?.usage
+  const usage = agent.llm?.summary.usage ?? output?.usage
   const totalTokens = (usage?.input_tokens ?? 0) + (usage?.output_tokens ?? 0)
   if (budgetLimit === undefined && budget.max_tokens !== undefined && totalTokens > budget.max_tokens) budgetLimit = 'max_tokens'
 
   const spans: NonNullable<AgentTraceInput['spans']> = [
-    span('attempt', null, 'attempt', uid, 0, since(agentFinished), { task_id: task.id, adapter: adapter.name }),
-    span('agent', 'attempt', 'agent', adapter.name, since(agentStarted), agentFinished - agentStarted, { result: invocation.kind }),
+    span('attempt', null, 'attempt', input.key.attempt_uid, 0, clock.since(agent.finishedAt), { task_id: task.id, adapter: adapter.name }),
+    span('agent', 'attempt', 'agent', adapter.name, clock.since(agent.startedAt), agent.finishedAt - agent.startedAt, { result: invocation.kind }),
     ...tools.calls.map((call) =>
       span(`tool-${call.index}`, 'agent', 'tool', call.name, call.started_ms, call.duration_ms, {
         status: call.refused ?? (call.error !== undefined ? 'error' : 'ok'),
         ...(call.injected_fault !== undefined ? { injected_fault: call.injected_fault } : {}),
       }),
     ),
-    ...(llm?.spans ?? []),
+    ...(agent.llm?.spans ?? []),
     ...(output?.spans ?? []).map((s) => ({ ...s, parent_span_id: s.parent_span_id ?? 'agent' })),
   ]
   const traceInput: AgentTraceInput = {
@@ -247,66 +336,54 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     tool_calls: tools.calls,
     spans,
     // the environment diff rides along so invariants (pure functions of the trace) can read state changes
-    state_snapshots: [...(output?.state_snapshots ?? []), ...(envView !== undefined ? [{ label: 'env_diff', at_ms: since(agentFinished), state: envView.diff }] : [])],
+    state_snapshots: [...(output?.state_snapshots ?? []), ...(envView !== undefined ? [{ label: 'env_diff', at_ms: clock.since(agent.finishedAt), state: envView.diff }] : [])],
     errors: [...(output?.errors ?? []), ...(threwUnderFault && invocation.kind === 'threw' ? [{ kind: 'agent_error', message: `adapter "${adapter.name}" threw after an injected fault: ${errorMessage(invocation.error)}` }] : [])],
     usage: { input_tokens: usage?.input_tokens ?? 0, output_tokens: usage?.output_tokens ?? 0 },
-    duration_ms: Math.max(0, agentFinished - agentStarted),
+    duration_ms: Math.max(0, agent.finishedAt - agent.startedAt),
     refused: output?.refused ?? false,
   }
   if (budgetLimit !== undefined) traceInput.budget_exhausted = budgetLimit
   if (output?.self_report !== undefined) traceInput.self_report = output.self_report
   if (output?.isolation_degraded !== undefined) traceInput.isolation_degraded = output.isolation_degraded
 
-  let trace: AgentTrace
   const parsedTrace = AgentTrace.safeParse(traceInput)
-  if (parsedTrace.success) {
-    trace = parsedTrace.data
-  } else {
-    // bad agent output is data about the adapter: keep what the harness itself captured
-    const problems = parsedTrace.error.issues.map((i) => `${i.path.map(String).join('.') || '(output)'}: ${i.message}`)
-    harnessError ??= `adapter "${adapter.name}" returned an invalid trace: ${problems.join('; ')}`
-    trace = AgentTrace.parse({
-      output: undefined,
-      tool_calls: tools.calls,
-      spans: spans.slice(0, 2 + tools.calls.length),
-      duration_ms: traceInput.duration_ms,
-      ...(budgetLimit !== undefined ? { budget_exhausted: budgetLimit } : {}),
-    })
-  }
+  if (parsedTrace.success) return { trace: parsedTrace.data, harnessError, envView, budgetLimit }
+  // bad agent output is data about the adapter: keep what the harness itself captured
+  const problems = parsedTrace.error.issues.map((i) => `${i.path.map(String).join('.') || '(output)'}: ${i.message}`)
+  harnessError ??= `adapter "${adapter.name}" returned an invalid trace: ${problems.join('; ')}`
+  const trace = AgentTrace.parse({
+    output: undefined,
+    tool_calls: tools.calls,
+    spans: spans.slice(0, 2 + tools.calls.length),
+    duration_ms: traceInput.duration_ms,
+    ...(budgetLimit !== undefined ? { budget_exhausted: budgetLimit } : {}),
+  })
+  return { trace, harnessError, envView, budgetLimit }
+}
 
-  // grading happens only now, after the agent stopped, on the captured trace
-  const gradingStarted = now()
-  let grades: Grade[] = []
-  let invariants: InvariantResult[] = []
-  // the agent's self-report is kept beside the trace and shown to reviewers, never graded
-  const gradedTrace = withoutSelfReport(trace)
-  if (harnessError === undefined) {
-    const graded = await gradeTrace({
-      suite,
-      task,
-      trace,
-      env: envView,
-      judge: opts.judge,
-      processEnv: opts.env ?? process.env,
-    })
-    grades = graded.grades
-    invariants = graded.invariants
-    harnessError = graded.harnessError
-  }
-  const gradingFinished = now()
-  trace.spans.push(span('grading', 'attempt', 'grading', 'grade', since(gradingStarted), gradingFinished - gradingStarted, {}))
-
-  const envReport = environment.status === 'seed_unverified' ? environment.report : await envSession?.restore()
-  const finishedAt = envSession !== undefined ? now() : gradingFinished
-  if (environment.status !== 'none') {
-    trace.spans.push(span('env-seed', 'attempt', 'fixture', 'seed+verify', since(envStarted), envSeeded - envStarted, { status: environment.status }))
-    if (envSession !== undefined) {
-      trace.spans.push(span('env-restore', 'attempt', 'fixture', 'restore+verify', since(gradingFinished), finishedAt - gradingFinished, { status: envReport?.status ?? '' }))
+/** Puts the environment's baseline back and verifies it (or quarantines the instance); records the fixture spans. */
+async function restoreEnvironment(environment: SeededEnvironment, trace: AgentTrace, gradingFinished: number, clock: AttemptClock): Promise<RestoredEnvironment> {
+  const { start, session } = environment
+  const report = start.status === 'seed_unverified' ? start.report : await session?.restore()
+  const finishedAt = session !== undefined ? clock.now() : gradingFinished
+  if (start.status !== 'none') {
+    trace.spans.push(span('env-seed', 'attempt', 'fixture', 'seed+verify', clock.since(environment.startedAt), environment.seededAt - environment.startedAt, { status: start.status }))
+    if (session !== undefined) {
+      trace.spans.push(span('env-restore', 'attempt', 'fixture', 'restore+verify', clock.since(gradingFinished), finishedAt - gradingFinished, { status: report?.status ?? '' }))
     }
   }
+  return { report, finishedAt }
+}
 
-  const validity = trace.isolation_degraded !== undefined ? { validity: 'degraded' as const } : {}
-  const verdict = decideVerdict(harnessError === undefined ? { trace, grades, invariants, ...validity } : { trace, grades, invariants, harnessError, ...validity })
+/** The AttemptResult to publish: verdict, grades, measurements (cost, latency, tokens), model and decoding, timings. */
+function attemptResultOf(
+  opts: ExecuteAttemptOptions,
+  parts: { key: AttemptKey; seed: number; agent: AgentRun; captured: CapturedTrace; graded: AttemptGrades; restored: RestoredEnvironment; startedAt: number },
+): AttemptResult {
+  const { task, adapter } = opts
+  const { agent, graded, restored } = parts
+  const { trace } = parts.captured
+  const llmSummary = agent.llm?.summary
   const configDecoding = opts.adapterConfig['decoding']
   const decoding = {
     ...(typeof configDecoding === 'object' && configDecoding !== null && !Array.isArray(configDecoding) ? configDecoding : {}),
@@ -320,25 +397,20 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
         ? opts.adapterConfig['model']
         : adapter.name
 
-  const result = AttemptResult.parse({
-    attempt_uid: uid,
-    run_id: opts.runId,
-    config_id: opts.configId,
-    suite: suite.name,
-    task_id: task.id,
-    attempt: opts.attempt,
+  return AttemptResult.parse({
+    ...parts.key,
     adapter: adapter.name,
-    outcome: verdict.outcome,
-    validity: verdict.validity,
-    failure_bucket: verdict.failure_bucket,
-    budget_limit: budgetLimit ?? null,
-    grades,
-    invariants,
+    outcome: graded.verdict.outcome,
+    validity: graded.verdict.validity,
+    failure_bucket: graded.verdict.failure_bucket,
+    budget_limit: parts.captured.budgetLimit ?? null,
+    grades: graded.grades,
+    invariants: graded.invariants,
     instruction: task.instruction,
     output: truncateText(outputText(trace.output), LIMITS.outputBytes),
     self_report: truncateText(trace.self_report ?? '', LIMITS.errorBytes),
     error: truncateText(
-      [harnessError ?? trace.errors.map((e) => `${e.kind}: ${e.message}`).join('; '), envReport?.status === 'quarantined' ? `environment ${envReport.detail}` : '']
+      [graded.harnessError ?? trace.errors.map((e) => `${e.kind}: ${e.message}`).join('; '), restored.report?.status === 'quarantined' ? `environment ${restored.report.detail}` : '']
         .filter((text) => text !== '')
         .join('; '),
       LIMITS.errorBytes,
@@ -346,49 +418,21 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     // the gateway's figure when it forwarded the model calls; else the usage the adapter reported,
     // priced from the table (an unpriced model or no table: unavailable, never zero)
     cost_usd: llmSummary !== undefined ? llmSummary.cost_usd : opts.priceTable ? costOf(opts.priceTable, model, trace.usage) : null,
-    latency_ms: Math.max(0, agentFinished - agentStarted),
+    latency_ms: Math.max(0, agent.finishedAt - agent.startedAt),
     tool_call_count: trace.tool_calls.length,
     input_tokens: trace.usage.input_tokens,
     output_tokens: trace.usage.output_tokens,
     model,
     decoding,
     price_table_version: opts.priceTable?.version ?? '',
-    seed: String(seed),
+    seed: String(parts.seed),
     worker_id: opts.workerId,
-    started_at: startedAt,
-    finished_at: finishedAt,
+    started_at: parts.startedAt,
+    finished_at: restored.finishedAt,
     tool_calls: trace.tool_calls.map(compactToolCall),
-    ...(faults !== undefined ? countInjectedFaults(trace) : {}),
-    ...(envReport !== undefined ? { environment: envReport } : {}),
+    ...(opts.faults !== undefined ? countInjectedFaults(trace) : {}),
+    ...(restored.report !== undefined ? { environment: restored.report } : {}),
   })
-  // deterministic metrics first; the judge worker gets only what they (and tier 0) allow
-  const deterministic = runDeterministicMetrics({ trace: gradedTrace, task, grades, invariants })
-  const judging = planJudging({
-    settings: opts.judge?.settings,
-    grades,
-    deterministic,
-    hasGolden: task.golden !== undefined && suite.goldens.has(task.id),
-    invalid: verdict.validity === 'invalid',
-  })
-  const judgement = decideJudgement({
-    ids: { attempt_uid: uid, run_id: opts.runId, config_id: opts.configId, suite: suite.name, task_id: task.id, attempt: opts.attempt },
-    grading_version: 1,
-    revision: 1,
-    task,
-    trace,
-    verdict,
-    grades,
-    invariants,
-    tier2: judging.tier2,
-    created_at: finishedAt,
-  })
-  const grading: AttemptGrading = {
-    metrics: [...deterministic, ...judging.skipped],
-    judgement,
-    ...(judging.request !== undefined ? { judge: judging.request } : {}),
-    ...(envView !== undefined ? { env: envView } : {}),
-  }
-  return { result, trace, grading }
 }
 
 /**

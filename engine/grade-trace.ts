@@ -1,8 +1,8 @@
 /**
  * Tier 0 and tier 1 of one captured trace: the outcome graders (deterministic first, then the
- * LLM-backed ones only if every deterministic one passed) and the task's invariants. Used by the
- * attempt runner right after the agent stopped and by `forge regrade` on stored traces, so both
- * grade the same way. The agent's self-report is removed before anything grades the trace.
+ * LLM-backed ones only if every deterministic one passed) and the task's invariants. The first step
+ * of the grading pipeline (engine/grading-pipeline.ts), which the attempt runner and `forge
+ * regrade` both run. The agent's self-report is removed before anything grades the trace.
  */
 import type { AgentTrace, Grade, InvariantResult, JudgeSettings, Task } from '../core/contracts/index.js'
 import type { EnvironmentView } from '../core/env-diff.js'

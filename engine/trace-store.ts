@@ -5,6 +5,7 @@
  */
 import type { AgentTrace, AttemptResult, StoredTrace } from '../core/contracts/index.js'
 import type { EnvironmentView, EnvState } from '../core/env-diff.js'
+import { attemptKeyOf } from '../core/identity.js'
 import { compactToolCall, truncateText, truncateValue } from './attempt-runner.js'
 
 /** Under NATS's default max_payload (1 MiB), with room for headers. */
@@ -25,12 +26,7 @@ function withoutTexts(state: EnvState): EnvState {
 /** The stored trace of an attempt, cut step by step until it fits `maxBytes`. */
 export function storedTraceOf(result: AttemptResult, trace: AgentTrace, env: EnvironmentView | undefined, storedAt: number, maxBytes = STORED_TRACE_MAX_BYTES): StoredTrace {
   const stored: StoredTrace = {
-    attempt_uid: result.attempt_uid,
-    run_id: result.run_id,
-    config_id: result.config_id,
-    suite: result.suite,
-    task_id: result.task_id,
-    attempt: result.attempt,
+    ...attemptKeyOf(result),
     outcome: result.outcome,
     validity: result.validity,
     failure_bucket: result.failure_bucket,

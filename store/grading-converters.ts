@@ -1,16 +1,7 @@
 /** Pure row↔domain converters for the grading tables (traces, metrics, judgements, attempt_grades, review_resolutions). */
 import type { AttemptRegrade, Judgement, MetricValue, ReviewPacket, ReviewResolution, StoredTrace, Tier2Result } from '../core/contracts/index.js'
+import { attemptKeyOf, type AttemptKey } from '../core/identity.js'
 import { fromChDateTime, toChDateTime } from './converters.js'
-
-/** The attempt a row belongs to. */
-export interface AttemptKey {
-  attempt_uid: string
-  run_id: string
-  config_id: string
-  suite: string
-  task_id: string
-  attempt: number
-}
 
 export interface TraceRow extends AttemptKey {
   stored: string
@@ -82,19 +73,10 @@ export interface ResolutionRow {
   resolved_at: string
 }
 
-const keyOf = (a: AttemptKey): AttemptKey => ({
-  attempt_uid: a.attempt_uid,
-  run_id: a.run_id,
-  config_id: a.config_id,
-  suite: a.suite,
-  task_id: a.task_id,
-  attempt: a.attempt,
-})
-
 export function storedTraceToRow(stored: StoredTrace, ingestedAt: number): TraceRow {
   const json = JSON.stringify(stored)
   return {
-    ...keyOf(stored),
+    ...attemptKeyOf(stored),
     stored: json,
     bytes: Buffer.byteLength(json, 'utf8'),
     truncated: stored.truncated,
@@ -105,7 +87,7 @@ export function storedTraceToRow(stored: StoredTrace, ingestedAt: number): Trace
 
 export function metricsToRows(key: AttemptKey, gradingVersion: number, metrics: readonly MetricValue[], ingestedAt: number): MetricRow[] {
   return metrics.map((m) => ({
-    ...keyOf(key),
+    ...attemptKeyOf(key),
     grading_version: gradingVersion,
     metric: m.metric,
     metric_version: m.version,
@@ -136,7 +118,7 @@ export function rowToMetric(row: MetricRow): MetricValue {
 
 export function judgementToRow(j: Judgement, ingestedAt: number): JudgementRow {
   return {
-    ...keyOf(j),
+    ...attemptKeyOf(j),
     grading_version: j.grading_version,
     revision: j.revision,
     tier0_failed: j.tier0_failed ? 1 : 0,
@@ -172,12 +154,8 @@ export function rowToJudgement(row: JudgementRow): Judgement {
     judge: row.judge_model === '' && row.judge_prompt_version === '' ? null : { model: row.judge_model, prompt_version: row.judge_prompt_version, decoding: parseObject(row.judge_decoding) },
   }
   return {
-    attempt_uid: row.attempt_uid,
-    run_id: row.run_id,
-    config_id: row.config_id,
-    suite: row.suite,
-    task_id: row.task_id,
-    attempt: Number(row.attempt),
+    // a read row may carry UInt32 columns as text
+    ...attemptKeyOf({ ...row, attempt: Number(row.attempt) }),
     grading_version: Number(row.grading_version),
     revision: Number(row.revision),
     tier0_failed: Number(row.tier0_failed) === 1,
@@ -191,7 +169,7 @@ export function rowToJudgement(row: JudgementRow): Judgement {
 
 export function regradeToRow(r: AttemptRegrade, ingestedAt: number): AttemptGradeRow {
   return {
-    ...keyOf(r),
+    ...attemptKeyOf(r),
     grading_version: r.grading_version,
     outcome: r.outcome,
     validity: r.validity,

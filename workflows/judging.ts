@@ -6,6 +6,7 @@
  */
 import { isCancellation, proxyActivities, type ActivityOptions } from '@temporalio/workflow'
 import type { JudgeSettings, RunPlan } from '../core/contracts/index.js'
+import { attemptKeyFor } from '../core/identity.js'
 import type { AttemptInput, AttemptSummary, JudgeActivities } from '../workers/activity-types.js'
 import { NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
 import type { RunTally } from './run.js'
@@ -40,13 +41,8 @@ export function judgeScheduler(plan: RunPlan, tally: RunTally): JudgeScheduler {
       if (summary.judge === undefined) return
       pending.push(
         judgeAttempt({
-          attempt_uid: summary.attempt_uid,
-          run_id: input.run_id,
-          config_id: input.config_id,
-          suite: input.suite,
+          ...attemptKeyFor(input),
           suite_path: input.suite_path,
-          task_id: input.task_id,
-          attempt: input.attempt,
           judge,
           golden_divergence: summary.judge.golden_divergence,
           metrics: summary.judge.metrics,

@@ -21,11 +21,14 @@ export default class Compare extends ForgeCommand {
     'and verdict. Warns when the suite content, price table, judge model or judge prompt differ. ' +
     'Exit codes: 0 no regression, 6 regression found, 2 bad input, 5 store error.'
   static override examples = [
-    '<%= config.bin %> compare r20261130024500-a1b2c3 r20261130031200-d4e5f6',
+    '<%= config.bin %> compare <baseline-run-id> <run-id>',
     '<%= config.bin %> compare --baseline latest',
-    '<%= config.bin %> compare --baseline main r20261130031200-d4e5f6 --json',
-    '<%= config.bin %> compare --baseline main@3 --max-cost-increase 0.1 --fdr 0.1',
-    '<%= config.bin %> compare --sweep r20261130024500-a1b2c3-sweep --sweep r20261130031200-d4e5f6-sweep',
+    '<%= config.bin %> compare --baseline main <run-id> --json',
+    '<%= config.bin %> compare --baseline main@2 --max-cost-increase 0.1 --fdr 0.1',
+    {
+      description: "Two agents' recovery curves, rate by rate (needs two stored fault sweeps: forge run --fault-sweep prints their ids).",
+      command: '<%= config.bin %> compare --sweep <sweep-id> --sweep <other-sweep-id>',
+    },
   ]
   static override args = {
     run_a: Args.string({ description: 'The reference run (or, with --baseline, the candidate run).' }),

@@ -13,7 +13,7 @@ export default class JudgeAgreement extends ForgeCommand {
     'The overlap set is the attempts with both a programmatic verdict (every non-judge tier-0 grade passed) and a judge verdict: ' +
     'a tier-0 judge grader, or the correctness judge metric. Raw agreement is shown beside κ because it flatters a judge when ' +
     'nearly every attempt passes; κ corrects for chance. κ is unavailable (not zero) with no overlap or when both raters used one class only.'
-  static override examples = ['<%= config.bin %> judge-agreement', '<%= config.bin %> judge-agreement --run-id r20261130024500-a1b2c3 --json']
+  static override examples = ['<%= config.bin %> judge-agreement', '<%= config.bin %> judge-agreement --run-id <run-id> --json']
   static override flags = {
     'run-id': Flags.string({ char: 'r', summary: 'The run (default: the latest).' }),
     'grading-version': Flags.integer({ summary: 'Which grading of the run (default: the newest; 1 = the original).', min: 1 }),

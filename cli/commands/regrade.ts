@@ -12,7 +12,7 @@ export default class Regrade extends ForgeCommand {
     'The new version is stored as new rows (attempt_grades, metrics, judgements); the original attempt rows stay. Attempts ' +
     'whose stored evidence cannot support the current graders (a task removed, an environment view or query that was not ' +
     'captured) are listed, not guessed. forge judge-agreement and forge review list read the new version.'
-  static override examples = ['<%= config.bin %> regrade', '<%= config.bin %> regrade --run-id r20261130024500-a1b2c3 --json', '<%= config.bin %> regrade --dry-run']
+  static override examples = ['<%= config.bin %> regrade', '<%= config.bin %> regrade --run-id <run-id> --json', '<%= config.bin %> regrade --dry-run']
   static override flags = {
     'run-id': Flags.string({ char: 'r', summary: 'The run (default: the latest).' }),
     'dry-run': Flags.boolean({ summary: 'Report what would change; store nothing.' }),

@@ -1,8 +1,9 @@
 import { Flags } from '@oclif/core'
 import { adapterNames } from '../../engine/adapters/index.js'
-import { dryRun, runSuite, type DryRunReport, type RunEvent, type RunOptions, type RunReport } from '../../app/run.js'
-import { resolveConfig } from '../../stack/config.js'
-import { ConfigError } from '../../stack/errors.js'
+import { dryRun, type DryRunReport } from '../../app/plan-run.js'
+import { runConfigFromFlags } from '../../app/run-config.js'
+import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
+import { resolveConfig } from '../../config/index.js'
 import { ForgeCommand } from '../base.js'
 import { usd } from '../format.js'
 import { printRunStats } from '../stats-view.js'
@@ -15,15 +16,21 @@ export default class Run extends ForgeCommand {
     'Temporal dev server, nats-server and ingester with state under .forge/, and stores results in embedded chDB.'
   static override examples = [
     '<%= config.bin %> run --suite smoke --adapter mock --attempts 5',
-    '<%= config.bin %> run --suite ./suites/toy_math --attempts 20 --workers 4 --seed 42',
-    '<%= config.bin %> run --suite smoke --task echo --task add --json',
+    '<%= config.bin %> run --suite ./suites/toy_math --attempts 20 --workers 2 --seed 42',
+    '<%= config.bin %> run --suite smoke --task echo_greeting --task sum_two_numbers --json',
     '<%= config.bin %> run --suite toy_math --attempts 200 --dry-run',
-    '<%= config.bin %> run --suite smoke --attempts 200 --stop-at-width 0.2 --price-table ./my-prices.yaml',
-    'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
-    '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
-    '<%= config.bin %> run --suite smoke --attempts 20 --seed 7 --fault-profile examples/faults/flaky-tools.yaml',
-    '<%= config.bin %> run --suite toy_math --attempts 20 --fault-rate 0.2 --fault-kinds timeout,500 --fault-mode burst --fault-window 3',
-    '<%= config.bin %> run --suite smoke --attempts 20 --seed 7 --fault-sweep 0,0.1,0.2,0.4 --fault-kinds 500,garbage',
+    '<%= config.bin %> run --suite smoke --attempts 100 --stop-at-width 0.3 --price-table ./prices/default.yaml',
+    '<%= config.bin %> run --suite smoke --attempts 10 --seed 7 --fault-profile examples/faults/flaky-tools.yaml',
+    '<%= config.bin %> run --suite toy_math --attempts 10 --fault-rate 0.2 --fault-kinds 500,garbage --fault-mode burst --fault-window 3',
+    '<%= config.bin %> run --suite toy_math --attempts 10 --seed 7 --fault-sweep 0,0.2,0.4 --fault-kinds 500,slow',
+    {
+      description: 'A model-backed agent (needs an OpenAI-compatible model server).',
+      command: 'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
+    },
+    {
+      description: 'With LLM-judge metrics (needs an OpenAI-compatible judge model server).',
+      command: '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
+    },
   ]
   static override flags = {
     suite: Flags.string({ char: 's', summary: 'Suite name (bundled), directory, or npm package.', default: 'smoke' }),
@@ -56,75 +63,14 @@ export default class Run extends ForgeCommand {
 
   async run(): Promise<RunReport | DryRunReport | SweepResult> {
     const { flags } = await this.parse(Run)
-    let adapterConfig: Record<string, unknown> | undefined
-    if (flags['adapter-config']) {
-      try {
-        adapterConfig = JSON.parse(flags['adapter-config']) as Record<string, unknown>
-      } catch (error) {
-        throw new ConfigError(`--adapter-config is not valid JSON: ${(error as Error).message}`)
-      }
-      if (typeof adapterConfig !== 'object' || adapterConfig === null || Array.isArray(adapterConfig)) {
-        throw new ConfigError('--adapter-config must be a JSON object')
-      }
-    }
-    if (flags.model !== undefined) adapterConfig = { ...adapterConfig, model: flags.model }
-    const quiet = this.jsonEnabled()
-    const stopWidth = flags['stop-at-width'] === undefined ? undefined : Number(flags['stop-at-width'])
-    if (stopWidth !== undefined && !(stopWidth > 0 && stopWidth < 1)) {
-      throw new ConfigError(`--stop-at-width must be a number between 0 and 1 (an interval width), got "${flags['stop-at-width']}"`)
-    }
-    if (stopWidth === undefined && (flags['round-size'] !== undefined || flags['min-attempts'] !== undefined)) {
-      throw new ConfigError('--round-size and --min-attempts apply only with --stop-at-width')
-    }
-    const judgeFlags = ['judge-metrics', 'judge-gate', 'judge-max-tokens', 'judge-temperature'] as const
-    if (flags['judge-model'] === undefined && judgeFlags.some((flag) => flags[flag] !== undefined)) {
-      throw new ConfigError(`--${judgeFlags.find((flag) => flags[flag] !== undefined)} applies only with --judge-model`)
-    }
-    const judgeMetrics = flags['judge-metrics']
-    const judgeTemperature = flags['judge-temperature'] === undefined ? undefined : Number(flags['judge-temperature'])
-    if (judgeTemperature !== undefined && !Number.isFinite(judgeTemperature)) throw new ConfigError(`--judge-temperature must be a number, got "${flags['judge-temperature']}"`)
-    const runExtras: Partial<RunOptions> = {
-      ...(flags['judge-model'] !== undefined
-        ? {
-            judge: {
-              model: flags['judge-model'],
-              golden_divergence: flags['golden-divergence'],
-              ...(judgeMetrics === undefined || judgeMetrics === 'all' ? {} : { metrics: judgeMetrics === 'none' ? [] : judgeMetrics.split(',').map((m) => m.trim()).filter((m) => m !== '') }),
-              ...(flags['judge-gate'] !== undefined ? { gate: flags['judge-gate'] as 'deterministic' | 'none' } : {}),
-              ...(flags['judge-max-tokens'] !== undefined ? { max_tokens: flags['judge-max-tokens'] } : {}),
-              ...(judgeTemperature !== undefined ? { temperature: judgeTemperature } : {}),
-            },
-          }
-        : {}),
-      ...(flags['price-table'] ? { priceTable: flags['price-table'] } : {}),
-      ...(stopWidth !== undefined
-        ? {
-            sequential: {
-              width: stopWidth,
-              ...(flags['round-size'] !== undefined ? { roundSize: flags['round-size'] } : {}),
-              ...(flags['min-attempts'] !== undefined ? { minAttempts: flags['min-attempts'] } : {}),
-            },
-          }
-        : {}),
-    }
+    const config = resolveConfig()
     // --fault-*: the run's fault profile, or a sweep of runs at several fail rates (cli/fault-run.ts)
     const faults = await faultsOf(flags)
-    const options: RunOptions = {
-      suite: flags.suite,
-      adapter: flags.adapter,
-      attempts: flags.attempts,
-      workers: flags.workers,
-      concurrency: flags.concurrency,
-      ...(flags.seed ? { seed: flags.seed } : {}),
-      ...(flags.task ? { taskIds: flags.task } : {}),
-      ...(flags['run-id'] ? { runId: flags['run-id'] } : {}),
-      ...(adapterConfig ? { adapterConfig } : {}),
-      ...runExtras,
-    }
-    if (faults.sweep !== undefined && !flags['dry-run']) return runSweep(this, { ...options, ...(flags['max-in-flight'] ? { maxInFlight: flags['max-in-flight'] } : {}) }, faults.sweep)
-    if (faults.plan !== undefined) options.faults = faults.plan
+    const runConfig = { ...runConfigFromFlags(flags), ...(faults.plan !== undefined ? { faults: faults.plan } : {}) }
+    const quiet = this.jsonEnabled()
+    if (faults.sweep !== undefined && !flags['dry-run']) return runSweep(this, config, runConfig, faults.sweep)
     if (flags['dry-run']) {
-      const plan = await dryRun(resolveConfig(), options)
+      const plan = await dryRun(config, runConfig)
       if (!quiet) printDryRun((line) => this.log(line), plan)
       return plan
     }
@@ -136,30 +82,24 @@ export default class Run extends ForgeCommand {
       interrupt.abort()
     }
     process.on('SIGINT', onInterrupt)
-    const report = await runSuite(
-      resolveConfig(),
-      {
-        ...options,
-        signal: interrupt.signal,
-        ...(flags['max-in-flight'] ? { maxInFlight: flags['max-in-flight'] } : {}),
-        ...(flags['heartbeat-timeout'] ? { heartbeatTimeoutMs: flags['heartbeat-timeout'] * 1000 } : {}),
-      },
-      (event) => {
-        if (!quiet) this.log(describe(event))
-      },
-    ).finally(() => process.off('SIGINT', onInterrupt))
-    if (!quiet) {
-      this.log('')
-      printRunStats((line) => this.log(line), report)
-      this.log(`\n${report.expected_attempts} attempts in ${(report.wall_ms / 1000).toFixed(1)}s (${report.attempts_per_second.toFixed(1)} attempts/s), seed ${report.seed}`)
-      if (report.judged !== undefined) this.log(`judge: ${report.judged} attempt(s) judged on the judge queue (tier 2, judge metrics); forge review list shows what needs a person`)
-      if ((report.judge_not_executed ?? 0) > 0) this.warn(`${report.judge_not_executed} judge activities could not run after every retry; those attempts keep tier 2 pending (flagged for review)`)
-      if (report.not_executed > 0) this.warn(`${report.not_executed} attempts could not be executed after every retry (infrastructure errors); see .forge/logs/`)
-      if (report.attempts < report.expected_attempts - report.not_executed) {
-        this.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
-      }
+    const onEvent = (event: RunEvent) => {
+      if (!quiet) this.log(describe(event))
     }
+    const report = await runSuite(config, runConfig, onEvent, interrupt.signal).finally(() => process.off('SIGINT', onInterrupt))
+    if (!quiet) printRunReport(this, report)
     return report
+  }
+}
+
+function printRunReport(command: { log(line: string): void; warn(message: string): unknown }, report: RunReport): void {
+  command.log('')
+  printRunStats((line) => command.log(line), report)
+  command.log(`\n${report.expected_attempts} attempts in ${(report.wall_ms / 1000).toFixed(1)}s (${report.attempts_per_second.toFixed(1)} attempts/s), seed ${report.seed}`)
+  if (report.judged !== undefined) command.log(`judge: ${report.judged} attempt(s) judged on the judge queue (tier 2, judge metrics); forge review list shows what needs a person`)
+  if ((report.judge_not_executed ?? 0) > 0) command.warn(`${report.judge_not_executed} judge activities could not run after every retry; those attempts keep tier 2 pending (flagged for review)`)
+  if (report.not_executed > 0) command.warn(`${report.not_executed} attempts could not be executed after every retry (infrastructure errors); see .forge/logs/`)
+  if (report.attempts < report.expected_attempts - report.not_executed) {
+    command.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
   }
 }
 

@@ -19,10 +19,10 @@ export default class Stats extends ForgeCommand {
     'reads go through the ingester when it owns the embedded store. With several --run-id, prints one report per run.'
   static override examples = [
     '<%= config.bin %> stats',
-    '<%= config.bin %> stats --run-id r20261130024500-a1b2c3 --json',
+    '<%= config.bin %> stats --run-id <run-id> --json',
     '<%= config.bin %> stats --k 1 --k 5 --k 10',
-    '<%= config.bin %> stats --run-id r20261130024500-a1b2c3 --run-id r20261130031200-d4e5f6',
-    '<%= config.bin %> stats --sweep latest',
+    '<%= config.bin %> stats --run-id <run-id> --run-id <other-run-id>',
+    { description: 'The recovery curve of the newest fault sweep (needs a stored sweep: forge run --fault-sweep).', command: '<%= config.bin %> stats --sweep latest' },
   ]
   static override flags = {
     'run-id': Flags.string({ char: 'r', summary: 'The run (default: the latest); repeatable.', multiple: true }),
@@ -51,7 +51,7 @@ export default class Stats extends ForgeCommand {
       if (!this.jsonEnabled()) {
         reports.forEach((stats, i) => {
           if (i > 0) this.log(`\n${'='.repeat(60)}\n`)
-          printRunStats((line) => this.log(line), stats)
+          printRunStats((line) => this.log(line), stats, ks ? { ks } : {})
         })
       }
       return reports.length === 1 ? reports[0]! : reports

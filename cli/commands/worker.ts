@@ -10,7 +10,10 @@ export default class Worker extends ForgeCommand {
     'Uses FORGE_TEMPORAL_ADDRESS and FORGE_NATS_URL when set (fleet); otherwise brings up and joins the local stack.'
   static override examples = [
     '<%= config.bin %> worker',
-    'FORGE_TEMPORAL_ADDRESS=temporal:7233 FORGE_NATS_URL=nats://nats:4222 <%= config.bin %> worker --concurrency 200',
+    {
+      description: 'On a fleet (needs a Temporal cluster and a NATS server).',
+      command: 'FORGE_TEMPORAL_ADDRESS=temporal:7233 FORGE_NATS_URL=nats://nats:4222 <%= config.bin %> worker --concurrency 200',
+    },
   ]
   static override flags = {
     concurrency: Flags.integer({ summary: 'Attempts this worker runs at once.', default: 50, min: 1, max: 1000 }),
@@ -29,6 +32,8 @@ export default class Worker extends ForgeCommand {
       taskQueue: config.temporal.taskQueue,
       concurrency: flags.concurrency,
       ...(flags['worker-id'] ? { workerId: flags['worker-id'] } : {}),
+      logLevel: config.logLevel,
+      judge: config.judge.worker ? { taskQueue: config.judge.taskQueue, activitiesPerSecond: config.judge.rate, concurrency: config.judge.concurrency } : false,
     })
   }
 }

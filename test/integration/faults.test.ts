@@ -42,7 +42,7 @@ async function sql<T>(query: string, params: Record<string, unknown> = {}): Prom
 
 // every kind, short waits so timeouts stay cheap
 const mixed = FaultProfile.parse({ timeout_ms: 20, slow_ms: 2, retry_after_ms: 10, rules: [{ rate: 0.35 }] })
-const base = { suite: 'smoke', adapter: 'mock', attempts: 8, concurrency: 20, seed: 'det', adapterConfig: { skill: 1, retries: 1 } }
+const base = { suite: 'smoke', adapter: 'mock', attempts: 8, concurrency: 20, seed: 'det', adapter_config: { skill: 1, retries: 1 } }
 
 /** Every tool call of a run, keyed without the run id: task/attempt/call → name and injected fault. */
 async function callsOf(runId: string): Promise<Record<string, string>> {
@@ -59,8 +59,8 @@ describe('fault injection on the embedded stack', () => {
 
   it('injects identical faults from the same seed on 1 worker and on 3', async () => {
     const plan = faultPlanOf(mixed)
-    const one = await runSuite(stack.config, { ...base, workers: 1, runId: 'faults-w1', faults: plan })
-    const three = await runSuite(stack.config, { ...base, workers: 3, runId: 'faults-w3', faults: plan })
+    const one = await runSuite(stack.config, { ...base, workers: 1, run_id: 'faults-w1', faults: plan })
+    const three = await runSuite(stack.config, { ...base, workers: 3, run_id: 'faults-w3', faults: plan })
     oneWorker = one.run_id
     const [a, b] = [await callsOf(one.run_id), await callsOf(three.run_id)]
     expect(Object.keys(a).length).toBeGreaterThan(40)
@@ -83,7 +83,7 @@ describe('fault injection on the embedded stack', () => {
   })
 
   it('measures recovery per kind and task, and the robustness drop against the same agent without faults', async () => {
-    const clean = await runSuite(stack.config, { ...base, workers: 1, runId: 'faults-clean' })
+    const clean = await runSuite(stack.config, { ...base, workers: 1, run_id: 'faults-clean' })
     cleanRun = clean.run_id
     expect(clean.faults).toBeUndefined()
     expect(clean.run?.fault_profile_hash).toBeUndefined()
@@ -110,7 +110,7 @@ describe('fault injection on the embedded stack', () => {
     const rates = [0, 0.3, 0.6]
     const report = await runFaultSweep(
       stack.config,
-      { suite: 'toy_math', adapter: 'mock', attempts: 10, workers: 1, concurrency: 20, seed: 'curve', runId: 'curve', adapterConfig: { skill: 1, retries: 1 } },
+      { suite: 'toy_math', adapter: 'mock', attempts: 10, workers: 1, concurrency: 20, seed: 'curve', run_id: 'curve', adapter_config: { skill: 1, retries: 1 } },
       { profile, rates },
     )
     expect(report.sweep_id).toBe('curve-sweep')
@@ -152,7 +152,7 @@ describe('fault injection on the embedded stack', () => {
   it('scores a generated adversarial suite per mutation family', async () => {
     const out = path.join(scratch, 'smoke-adv')
     await generateAdversarialSuite({ suite: 'smoke', out, seed: '1', mutations: ['missing_tool', 'conflicting_constraints'] })
-    const report = await runSuite(stack.config, { suite: out, adapter: 'mock', attempts: 2, workers: 1, concurrency: 20, seed: 'adv', adapterConfig: { skill: 1 } })
+    const report = await runSuite(stack.config, { suite: out, adapter: 'mock', attempts: 2, workers: 1, concurrency: 20, seed: 'adv', adapter_config: { skill: 1 } })
     const passed = async (family: string) =>
       Number(
         (await sql<{ k: string }>("SELECT countIf(outcome = 'pass') AS k FROM attempts FINAL WHERE run_id = {run:String} AND task_id LIKE {like:String}", { run: report.run_id, like: `%.${family}.%` }))[0]!.k,

@@ -45,6 +45,7 @@ describe('decideJudgement', () => {
     verdict: { outcome: 'fail' as const, validity: 'valid' as const, failure_bucket: 'wrong_answer' as const },
     grades: [fail],
     invariants: [],
+    hasGolden: false,
     tier2: tier2Status('not_applicable'),
     created_at: 1_700_000_000_000,
   }

@@ -12,11 +12,12 @@ import { StoredTrace, type AgentTrace, type Judgement, type JudgeSettings, type 
 import { divergenceRequest, tier2FromCall, tier2Status } from '../../core/judge/divergence.js'
 import type { JudgeCallOutcome, JudgeRequest } from '../../core/judge/protocol.js'
 import { judgeDecoding } from '../../core/judge/protocol.js'
+import { attemptKeyOf } from '../../core/identity.js'
 import { judgeMetricValues, metricsRequest, selectJudgeMetrics } from '../../core/metrics/index.js'
-import { decideJudgement } from '../../core/review.js'
 import { publishJudgeOutcome, readStoredTrace } from '../../store/bus.js'
 import type { JudgeActivities, JudgeInput, JudgeSummary } from '../activity-types.js'
 import { SuiteLoadError } from '../../engine/errors.js'
+import { goldenTraceOf, judgementOf } from '../../engine/grading-pipeline.js'
 import type { Logger } from '../../engine/logger.js'
 import { loadSuiteCached } from '../../engine/suite-loader.js'
 import { askJudge, resolveJudgeEndpoint, type JudgeEndpoint } from '../../engine/judge/client.js'
@@ -50,7 +51,7 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
       const stored = StoredTrace.parse(raw)
       const { metrics, judgement, tier2 } = await judgeStoredAttempt({
         task,
-        golden: suite.goldens.get(task.id),
+        golden: goldenTraceOf(suite, task),
         stored,
         settings: input.judge,
         goldenDivergence: input.golden_divergence,
@@ -60,12 +61,7 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
         now,
       })
       await publishJudgeOutcome(deps.js, {
-        attempt_uid: stored.attempt_uid,
-        run_id: stored.run_id,
-        config_id: stored.config_id,
-        suite: stored.suite,
-        task_id: stored.task_id,
-        attempt: stored.attempt,
+        ...attemptKeyOf(stored),
         grading_version: 1,
         metrics,
         judgement,
@@ -78,7 +74,7 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
 
 export interface JudgeStoredAttemptInput {
   task: Task
-  /** the task's golden trace, when the suite has one */
+  /** the task's golden trace as the suite holds it (goldenTraceOf); undefined: none to localize against */
   golden: AgentTrace | undefined
   stored: StoredTrace
   settings: JudgeSettings
@@ -128,21 +124,13 @@ export async function judgeStoredAttempt(input: JudgeStoredAttemptInput): Promis
     }
   }
 
-  // tier 3 decided again now that tier 2 is known (revision 2 replaces the attempt worker's)
-  const judgement =
-    tier2 === undefined
-      ? null
-      : decideJudgement({
-          ids: { attempt_uid: stored.attempt_uid, run_id: stored.run_id, config_id: stored.config_id, suite: stored.suite, task_id: stored.task_id, attempt: stored.attempt },
-          grading_version: 1,
-          revision: 2,
-          task,
-          trace: stored.trace,
-          verdict: { outcome: stored.outcome, validity: stored.validity, failure_bucket: stored.failure_bucket },
-          grades: stored.grades,
-          invariants: stored.invariants,
-          tier2,
-          created_at: input.now(),
-        })
+  // tier 3 decided again now that tier 2 is known (revision 2 replaces the attempt worker's), on the grades stored with the trace
+  const graded = {
+    grades: stored.grades,
+    invariants: stored.invariants,
+    verdict: { outcome: stored.outcome, validity: stored.validity, failure_bucket: stored.failure_bucket },
+    hasGolden: input.golden !== undefined,
+  }
+  const judgement = tier2 === undefined ? null : judgementOf({ key: attemptKeyOf(stored), task, trace: stored.trace, graded, tier2, gradingVersion: 1, revision: 2, createdAt: input.now() })
   return { metrics, judgement, tier2 }
 }

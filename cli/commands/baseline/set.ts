@@ -11,7 +11,7 @@ export default class BaselineSet extends ForgeCommand {
     'again adds version n+1; older versions stay readable as name@n. forge compare --baseline <name> uses the newest.'
   static override examples = [
     '<%= config.bin %> baseline set --name main',
-    '<%= config.bin %> baseline set --run-id r20261130024500-a1b2c3 --name main --commit $(git rev-parse HEAD) --agent-version 1.4.2',
+    '<%= config.bin %> baseline set --run-id <run-id> --name main --commit $(git rev-parse HEAD) --agent-version 1.4.2',
     '<%= config.bin %> baseline set --name nightly --note "after prompt v7" --json',
   ]
   static override flags = {

@@ -13,7 +13,7 @@ export default class ReviewList extends ForgeCommand {
     'low-confidence, found nothing, errored or could not run. The flag never changes the outcome.'
   static override examples = [
     '<%= config.bin %> review list',
-    '<%= config.bin %> review list --run-id r20261130024500-a1b2c3 --state all',
+    '<%= config.bin %> review list --run-id <run-id> --state all',
     '<%= config.bin %> review list --state resolved --json',
   ]
   static override flags = {

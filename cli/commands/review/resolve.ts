@@ -9,8 +9,8 @@ export default class ReviewResolve extends ForgeCommand {
   static override description =
     'Resolving again adds another resolution; the newest is the current one. forge review list --state resolved shows them.'
   static override examples = [
-    '<%= config.bin %> review resolve <attempt_uid> --verdict fail --failure-bucket wrong_answer --note "picked the backup shift time"',
-    '<%= config.bin %> review resolve <attempt_uid> --verdict pass --note "grader too strict: answer is equivalent" --reviewer alice --json',
+    '<%= config.bin %> review resolve <attempt-uid> --verdict fail --failure-bucket wrong_answer --note "picked the backup shift time"',
+    '<%= config.bin %> review resolve <attempt-uid> --verdict pass --note "grader too strict: answer is equivalent" --reviewer alice --json',
   ]
   static override args = {
     attempt: Args.string({ description: 'The attempt uid (run_id/config_id/task_id/attempt).', required: true }),

@@ -6,7 +6,7 @@ import { ForgeCommand } from '../../base.js'
 
 export default class ReviewShow extends ForgeCommand {
   static override summary = "Show a flagged attempt's review packet: why it was flagged, the run step by step, grades, tier 2, resolutions."
-  static override examples = ['<%= config.bin %> review show r20261130024500-a1b2c3/mock-1a2b3c4d/count_words/3', '<%= config.bin %> review show <attempt_uid> --json']
+  static override examples = ['<%= config.bin %> review show <attempt-uid>', '<%= config.bin %> review show <attempt-uid> --json']
   static override args = {
     attempt: Args.string({ description: 'The attempt uid (run_id/config_id/task_id/attempt), as forge review list prints it.', required: true }),
   }

@@ -5,7 +5,7 @@ import { table } from '../../format.js'
 
 export default class StackUp extends ForgeCommand {
   static override summary = 'Start the local stack (Temporal dev server, nats-server, ingester) if it is not running.'
-  static override examples = ['<%= config.bin %> stack up', 'FORGE_HOME=/tmp/forge <%= config.bin %> stack up --json']
+  static override examples = ['<%= config.bin %> stack up', '<%= config.bin %> stack up --json']
 
   async run(): Promise<ComponentStatus[]> {
     await this.parse(StackUp)

@@ -6,8 +6,10 @@ import { ForgeCommand } from '../../base.js'
 export default class TasksSchema extends ForgeCommand {
   static override summary = 'Print (or write) the JSON Schema of the task file format, for editor completion.'
   static override examples = [
-    '<%= config.bin %> tasks schema --out task.schema.json',
-    '# then, first line of a task file:  # yaml-language-server: $schema=./task.schema.json',
+    {
+      description: 'Write it for editors; then make the first line of a task file: # yaml-language-server: $schema=./task.schema.json',
+      command: '<%= config.bin %> tasks schema --out task.schema.json',
+    },
   ]
   static override flags = {
     out: Flags.string({ char: 'o', summary: 'Write the schema to this file instead of printing it.' }),

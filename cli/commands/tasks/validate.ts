@@ -22,7 +22,7 @@ export default class TasksValidate extends ForgeCommand {
     'Reports every problem of every suite at once, each naming its file and field. Exits 2 when any suite has a problem. With --oracle, also replays every task\'s golden trace through the real tools and environment and exits 1 unless every task passes.'
   static override examples = [
     '<%= config.bin %> tasks validate',
-    '<%= config.bin %> tasks validate --suite ./my-suite',
+    '<%= config.bin %> tasks validate --suite examples/my-suite',
     '<%= config.bin %> tasks validate --suite smoke --suite toy_math --json',
     '<%= config.bin %> tasks validate --suite core --oracle',
   ]
