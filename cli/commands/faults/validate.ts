@@ -6,7 +6,7 @@ import { ForgeCommand } from '../../base.js'
 
 export default class FaultsValidate extends ForgeCommand {
   static override summary = 'Validate fault profiles: every problem of every file at once, each naming the file, field and value.'
-  static override examples = ['<%= config.bin %> faults validate examples/faults/*.yaml', '<%= config.bin %> faults validate faults.yaml --json']
+  static override examples = ['<%= config.bin %> faults validate examples/faults/*.yaml', '<%= config.bin %> faults validate examples/faults/outage-burst.yaml --json']
   static override strict = false
   static override args = { file: Args.string({ description: 'fault profile files (YAML or JSON)', required: true }) }
 

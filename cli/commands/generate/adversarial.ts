@@ -13,7 +13,6 @@ export default class GenerateAdversarial extends ForgeCommand {
   static override examples = [
     '<%= config.bin %> generate adversarial --suite smoke --out ./smoke-adversarial --seed 7',
     '<%= config.bin %> generate adversarial --suite core --out ./core-adv --mutations missing_tool,prompt_injection --per-task 2',
-    '<%= config.bin %> run --suite ./smoke-adversarial --adapter mock --attempts 4   # then: forge stats (one line per family)',
   ]
   static override flags = {
     suite: Flags.string({ char: 's', summary: 'The suite to mutate: a bundled name, a directory or an npm package.', required: true }),

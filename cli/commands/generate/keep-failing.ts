@@ -11,8 +11,8 @@ export default class GenerateKeepFailing extends ForgeCommand {
     'with its golden and provenance (and the run it was kept from), into --into, which becomes (or stays) a valid suite. Tasks the ' +
     'corpus already holds are not copied twice. The corpus only keeps mutations of one version of one parent suite.'
   static override examples = [
-    '<%= config.bin %> generate keep-failing --run-id r20261130024500-a1b2c3 --into ./corpus/smoke',
-    '<%= config.bin %> run --suite ./corpus/smoke --adapter react --model gpt-4o-mini   # the regression suite of past failures',
+    { description: 'The failed tasks of a run of a generated suite (needs a stored run of one: forge generate adversarial, then forge run).', command: '<%= config.bin %> generate keep-failing --run-id <run-id> --into ./corpus/smoke' },
+    { description: 'The corpus is a suite: run it against the next version of the agent (needs an OpenAI-compatible model server).', command: '<%= config.bin %> run --suite ./corpus/smoke --adapter react --model gpt-4o-mini' },
   ]
   static override flags = {
     'run-id': Flags.string({ char: 'r', summary: 'A run of a generated adversarial suite.', required: true }),
