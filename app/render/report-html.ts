@@ -38,8 +38,8 @@ function stampsSection(model: ReportModel): string {
   return `<table id="stamps">${rows.map(([k, v]) => `<tr data-stamp="${esc(k)}"><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('')}</table>`
 }
 
-function card(label: string, value: string, attrs = ''): string {
-  return `<div class="card" ${attrs}><div class="v">${esc(value)}</div><div class="l">${esc(label)}</div></div>`
+function card(label: string, value: string, attrs = '', extraClass = ''): string {
+  return `<div class="card${extraClass ? ` ${extraClass}` : ''}" ${attrs}><div class="v">${esc(value)}</div><div class="l">${esc(label)}</div></div>`
 }
 
 function suiteSection(model: ReportModel): string {
@@ -56,7 +56,7 @@ function suiteSection(model: ReportModel): string {
         card(`pass rate over the ${v.n_valid} valid attempts`, fmt.pct(v.valid.rate), data({ rate: v.valid.rate })),
         ...suite.pass_k
           .filter((p) => p.k > 1)
-          .map((p) => card(`pass@${p.k} / pass^${p.k} (mean over ${p.tasks} tasks)`, `${fmt.pct(p.pass_at_k)} / ${fmt.pct(p.pass_hat_k)}`, `class="card passk" ${data({ k: p.k, 'pass-at-k': p.pass_at_k, 'pass-hat-k': p.pass_hat_k })}`)),
+          .map((p) => card(`pass@${p.k} / pass^${p.k} (mean over ${p.tasks} tasks)`, `${fmt.pct(p.pass_at_k)} / ${fmt.pct(p.pass_hat_k)}`, data({ k: p.k, 'pass-at-k': p.pass_at_k, 'pass-hat-k': p.pass_hat_k }), 'passk')),
         card('consistency (two attempts agree)', fmt.num(suite.consistency, 2)),
         card('latency p50 / p90 / p99 (ms)', suite.latency_ms ? `${fmt.ms(suite.latency_ms.p50)} / ${fmt.ms(suite.latency_ms.p90)} / ${fmt.ms(suite.latency_ms.p99)}` : 'n/a'),
         card('cost total', fmt.usd(suite.cost.total_usd), `id="cost-total-${esc(id)}" ${data({ usd: suite.cost.total_usd })}`),

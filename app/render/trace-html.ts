@@ -69,7 +69,7 @@ function nodeHtml(node: TraceNode, total: number): string {
   return (
     `<li class="node kind-${esc(node.kind)} status-${esc(node.status)}" role="treeitem" data-span-id="${esc(node.id)}" data-depth="${node.depth}" data-kind="${esc(node.kind)}">` +
     `<div class="row"><button class="toggle" type="button" aria-expanded="true" aria-label="collapse or expand ${esc(node.name)}"${expandable ? '' : ' disabled'}>${expandable ? '\u25BE' : ''}</button>` +
-    `<span class="name"><span class="kind">${esc(node.kind)}</span>${esc(node.name)}${node.marks.map(markHtml).join('')}</span>` +
+    `<span class="name"><span class="kind">${esc(node.kind)}</span><span class="label">${esc(node.name)}</span>${node.marks.map(markHtml).join('')}</span>` +
     `<span class="time">${esc(timing)}</span>${waterfall}</div>${fields}${children}</li>`
   )
 }
