@@ -16,7 +16,7 @@ import { selectJudgeMetrics } from '../core/metrics/index.js'
 import { estimateRunCost, heuristicUsage, type CostEstimate } from '../core/estimate.js'
 import type { PriceTable } from '../core/pricing.js'
 import type { LoadedSuite } from '../core/plugins.js'
-import { connectBus, subjects, type ProgressEvent } from '../store/bus.js'
+import { connectBus, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun, observedUsage } from '../store/repositories.js'
 import type { ForgeConfig } from '../stack/config.js'
 import { ConfigError } from '../stack/errors.js'
@@ -62,6 +62,8 @@ export interface RunOptions {
    * the tasks' `judge` graders. Its model, prompt versions and decoding are stamped on the run.
    */
   judge?: JudgeSettingsInput
+  /** follows the run live (progress, log records: app/progress.ts) from before it starts until its results are stored */
+  observe?: (nc: NatsConnection, runId: string, planned: number) => { stop(): void }
 }
 
 export type RunEvent =
@@ -261,8 +263,10 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
   })
   const connection = await Connection.connect({ address: endpoints.temporalAddress })
   const started = Date.now()
+  let observer: { stop(): void } | undefined
   try {
     const progress = followProgress(nc, runId, tasks, opts.attempts, onEvent)
+    observer = opts.observe?.(nc, runId, total)
     await pool.ready
     onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
     const client = new Client({ connection, namespace: config.temporal.namespace })
@@ -322,6 +326,7 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
       await reader.close()
     }
   } finally {
+    observer?.stop()
     await pool.stop()
     await connection.close()
     await nc.drain().catch(() => undefined)

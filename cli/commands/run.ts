@@ -4,6 +4,7 @@ import { resolveConfig } from '../../stack/config.js'
 import { ConfigError } from '../../stack/errors.js'
 import { ForgeCommand } from '../base.js'
 import { usd } from '../format.js'
+import { logFlags, parseLogOptions, runOutput } from '../log-options.js'
 import { printRunStats } from '../stats-view.js'
 
 export default class Run extends ForgeCommand {
@@ -19,6 +20,8 @@ export default class Run extends ForgeCommand {
     '<%= config.bin %> run --suite smoke --attempts 200 --stop-at-width 0.2 --price-table ./my-prices.yaml',
     'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
     '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
+    '<%= config.bin %> run --suite core --attempts 3 --log-level calls --log-only tools,faults',
+    '<%= config.bin %> run --suite smoke --attempts 50 --log-level steps --log-format jsonl > run.jsonl',
   ]
   static override flags = {
     suite: Flags.string({ char: 's', summary: 'Suite name (bundled), directory, or npm package.', default: 'smoke' }),
@@ -46,6 +49,7 @@ export default class Run extends ForgeCommand {
     'golden-divergence': Flags.boolean({ summary: 'Tier 2: localize failed attempts of tasks with a golden trace (default on with --judge-model).', allowNo: true, default: true }),
     'judge-max-tokens': Flags.integer({ summary: 'Completion tokens per judge call (default 512).', min: 1 }),
     'judge-temperature': Flags.string({ summary: 'Judge sampling temperature (default 0).' }),
+    ...logFlags,
   }
 
   async run(): Promise<RunReport | DryRunReport> {
@@ -125,19 +129,22 @@ export default class Run extends ForgeCommand {
       this.logToStderr('cancelling the run… (Ctrl-C again to quit at once)')
       interrupt.abort()
     }
+    const output = runOutput(parseLogOptions(flags), { out: (line) => this.log(line), err: process.stderr, json: quiet, tty: process.stdout.isTTY === true && process.stderr.isTTY === true }, describe)
     process.on('SIGINT', onInterrupt)
     const report = await runSuite(
       resolveConfig(),
       {
         ...options,
         signal: interrupt.signal,
+        observe: output.observe,
         ...(flags['max-in-flight'] ? { maxInFlight: flags['max-in-flight'] } : {}),
         ...(flags['heartbeat-timeout'] ? { heartbeatTimeoutMs: flags['heartbeat-timeout'] * 1000 } : {}),
       },
-      (event) => {
-        if (!quiet) this.log(describe(event))
-      },
-    ).finally(() => process.off('SIGINT', onInterrupt))
+      output.onEvent,
+    ).finally(() => {
+      output.finish()
+      process.off('SIGINT', onInterrupt)
+    })
     if (!quiet) {
       this.log('')
       printRunStats((line) => this.log(line), report)
