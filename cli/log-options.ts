@@ -57,6 +57,8 @@ export interface RunOutputSinks {
   tty: boolean
   /** --json: stdout belongs to the JSON answer; records and progress go to stderr */
   json: boolean
+  /** the terminal's width: the status line is cut to it so it redraws in place */
+  columns?: number | undefined
   now?: () => number
 }
 
@@ -85,7 +87,9 @@ export function runOutput(
   }
   const drawStatus = () => {
     if (!latest) return
-    sinks.err.write(`\r\x1b[2K${progressLine(latest)}`)
+    const line = progressLine(latest)
+    const width = Math.max(20, (sinks.columns ?? 120) - 1)
+    sinks.err.write(`\r\x1b[2K${line.length > width ? `${line.slice(0, width - 1)}…` : line}`)
     statusShown = true
   }
   const emit = (record: LogRecord) => {

@@ -129,7 +129,7 @@ export default class Run extends ForgeCommand {
       this.logToStderr('cancelling the run… (Ctrl-C again to quit at once)')
       interrupt.abort()
     }
-    const output = runOutput(parseLogOptions(flags), { out: (line) => this.log(line), err: process.stderr, json: quiet, tty: process.stdout.isTTY === true && process.stderr.isTTY === true }, describe)
+    const output = runOutput(parseLogOptions(flags), { out: (line) => this.log(line), err: process.stderr, json: quiet, tty: process.stdout.isTTY === true && process.stderr.isTTY === true, columns: process.stderr.columns }, describe)
     process.on('SIGINT', onInterrupt)
     const report = await runSuite(
       resolveConfig(),
