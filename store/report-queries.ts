@@ -196,35 +196,104 @@ export async function failedAttempts(reader: StoreReader, runId: string, limit: 
 
 export type AttemptFilter = { outcome?: string; failure_bucket?: string }
 
+/** Where a page of attempts starts: after this task and attempt (exclusive). */
+export interface AttemptCursor {
+  task_id: string
+  attempt: number
+}
+
 /**
- * One page of a task's attempts, keyset-paged on the table's sort key (attempt, then config):
- * the page after attempt `after` (exclusive), `limit` long. Fast at any depth, unlike OFFSET.
+ * One page of a run's attempts (of one task, or of all), keyset-paged on the table's sort key
+ * (task, attempt): the page after `after`, `limit` long, filters applied in SQL. Fast at any
+ * depth, unlike OFFSET, and never more than `limit` rows in memory.
  */
 export async function attemptPage(
   reader: StoreReader,
   runId: string,
-  taskId: string,
-  opts: { after?: number; limit: number; filter?: AttemptFilter },
+  opts: { taskId?: string; after?: AttemptCursor; limit: number; filter?: AttemptFilter },
 ): Promise<AttemptListEntry[]> {
   const where = [
     'run_id = {run:String}',
-    'task_id = {task:String}',
-    ...(opts.after !== undefined ? ['attempt > {after:UInt32}'] : []),
+    ...(opts.taskId !== undefined ? ['task_id = {task:String}'] : []),
+    ...(opts.after !== undefined ? ['(task_id, attempt) > ({after_task:String}, {after_attempt:UInt32})'] : []),
     ...(opts.filter?.outcome ? ['outcome = {outcome:String}'] : []),
     ...(opts.filter?.failure_bucket ? ['failure_bucket = {bucket:String}'] : []),
   ]
   const rows = await reader.query<AttemptListRow>(
-    `SELECT ${LIST_COLUMNS} FROM attempts FINAL WHERE ${where.join(' AND ')} ORDER BY attempt, config_id LIMIT {limit:UInt32}`,
+    `SELECT ${LIST_COLUMNS} FROM attempts FINAL WHERE ${where.join(' AND ')} ORDER BY task_id, attempt, config_id LIMIT {limit:UInt32}`,
     {
       run: runId,
-      task: taskId,
       limit: opts.limit,
-      ...(opts.after !== undefined ? { after: opts.after } : {}),
+      ...(opts.taskId !== undefined ? { task: opts.taskId } : {}),
+      ...(opts.after !== undefined ? { after_task: opts.after.task_id, after_attempt: opts.after.attempt } : {}),
       ...(opts.filter?.outcome ? { outcome: opts.filter.outcome } : {}),
       ...(opts.filter?.failure_bucket ? { bucket: opts.filter.failure_bucket } : {}),
     },
   )
   return rows.map(toListEntry)
+}
+
+/** How many attempts of a run (of one task, or all) match a filter. */
+export async function countMatching(reader: StoreReader, runId: string, opts: { taskId?: string; filter?: AttemptFilter }): Promise<number> {
+  const where = [
+    'run_id = {run:String}',
+    ...(opts.taskId !== undefined ? ['task_id = {task:String}'] : []),
+    ...(opts.filter?.outcome ? ['outcome = {outcome:String}'] : []),
+    ...(opts.filter?.failure_bucket ? ['failure_bucket = {bucket:String}'] : []),
+  ]
+  const rows = await reader.query<{ n: string | number }>(`SELECT count() AS n FROM attempts FINAL WHERE ${where.join(' AND ')}`, {
+    run: runId,
+    ...(opts.taskId !== undefined ? { task: opts.taskId } : {}),
+    ...(opts.filter?.outcome ? { outcome: opts.filter.outcome } : {}),
+    ...(opts.filter?.failure_bucket ? { bucket: opts.filter.failure_bucket } : {}),
+  })
+  return num(rows[0]?.n)
+}
+
+export interface RunPageEntry {
+  run_id: string
+  suite: string
+  adapter: string
+  status: string
+  started_at: number
+  planned: number
+  stored: number
+  passed: number
+  harness_errors: number
+}
+
+/** One page of runs, newest first, with stored, passed and harness-error counts aggregated for those runs only. */
+export async function runsPage(reader: StoreReader, opts: { offset: number; limit: number }): Promise<{ total: number; runs: RunPageEntry[] }> {
+  const [rows, count] = await Promise.all([
+    reader.query<Record<string, string | number>>(
+      `SELECT r.run_id AS run_id, r.suite AS suite, r.adapter AS adapter, r.status AS status, toUnixTimestamp64Milli(r.started_at) AS started,
+         r.attempts * r.task_count AS planned, ifNull(a.n, 0) AS stored, ifNull(a.k, 0) AS passed, ifNull(a.h, 0) AS harness_errors
+       FROM (SELECT * FROM runs FINAL ORDER BY started_at DESC, run_id LIMIT {limit:UInt32} OFFSET {offset:UInt32}) AS r
+       LEFT JOIN (
+         SELECT run_id, count() AS n, countIf(outcome = 'pass') AS k, countIf(failure_bucket = 'harness_error') AS h FROM attempts FINAL
+         WHERE run_id IN (SELECT run_id FROM runs FINAL ORDER BY started_at DESC, run_id LIMIT {limit:UInt32} OFFSET {offset:UInt32})
+         GROUP BY run_id
+       ) AS a ON a.run_id = r.run_id
+       ORDER BY r.started_at DESC, r.run_id
+       SETTINGS join_use_nulls = 1`,
+      opts,
+    ),
+    reader.query<{ n: string | number }>('SELECT count() AS n FROM runs FINAL'),
+  ])
+  return {
+    total: num(count[0]?.n),
+    runs: rows.map((r) => ({
+      run_id: String(r['run_id']),
+      suite: String(r['suite']),
+      adapter: String(r['adapter']),
+      status: String(r['status']),
+      started_at: num(r['started']),
+      planned: num(r['planned']),
+      stored: num(r['stored']),
+      passed: num(r['passed']),
+      harness_errors: num(r['harness_errors']),
+    })),
+  }
 }
 
 /** One stored attempt's row, by uid. */

@@ -96,15 +96,25 @@ describe('report aggregates from the store', () => {
 
   it('pages a task keyset-wise: every attempt once, in order, filters applied in SQL', async () => {
     const seen: number[] = []
-    let after: number | undefined
+    let after: { task_id: string; attempt: number } | undefined
     for (;;) {
-      const page = await attemptPage(reader, RUN, 'beta', { limit: 15, ...(after !== undefined ? { after } : {}) })
+      const page = await attemptPage(reader, RUN, { taskId: 'beta', limit: 15, ...(after !== undefined ? { after } : {}) })
       if (page.length === 0) break
       seen.push(...page.map((a) => a.attempt))
-      after = page.at(-1)!.attempt
+      after = page.at(-1)!
     }
     expect(seen).toEqual(Array.from({ length: PER_TASK }, (_, i) => i))
-    const harnessPage = await attemptPage(reader, RUN, 'beta', { limit: 100, filter: { failure_bucket: 'harness_error' } })
+    // across tasks: the cursor is (task, attempt)
+    const all: string[] = []
+    let cursor: { task_id: string; attempt: number } | undefined
+    for (;;) {
+      const page = await attemptPage(reader, RUN, { limit: 17, ...(cursor !== undefined ? { after: cursor } : {}) })
+      if (page.length === 0) break
+      all.push(...page.map((a) => a.attempt_uid))
+      cursor = page.at(-1)!
+    }
+    expect(all).toEqual([...attempts].sort((a, b) => (a.task_id < b.task_id ? -1 : a.task_id > b.task_id ? 1 : a.attempt - b.attempt)).map((a) => a.attempt_uid))
+    const harnessPage = await attemptPage(reader, RUN, { taskId: 'beta', limit: 100, filter: { failure_bucket: 'harness_error' } })
     expect(harnessPage.map((a) => a.attempt)).toEqual(attempts.filter((a) => a.task_id === 'beta' && a.failure_bucket === 'harness_error').map((a) => a.attempt))
   })
 
