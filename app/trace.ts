@@ -4,8 +4,7 @@
  */
 import { buildTraceView, type TraceView } from '../core/span-tree.js'
 import type { StoreReader } from '../store/clickhouse.js'
-import { getJudgement, getStoredTrace } from '../store/grading-repositories.js'
-import { findAttempts, getAttemptEntry, runTaskIds, type AttemptListEntry } from '../store/report-queries.js'
+import { findAttempts, getAttemptEntry, getJudgementByUid, getTraceByUid, runTaskIds, type AttemptListEntry } from '../store/report-queries.js'
 import { getRun } from '../store/repositories.js'
 import { ConfigError } from '../stack/errors.js'
 
@@ -35,7 +34,7 @@ export async function resolveAttempt(reader: StoreReader, request: TraceRequest)
 /** The trace view of one stored attempt. */
 export async function getTraceView(reader: StoreReader, request: TraceRequest): Promise<TraceView> {
   const entry = await resolveAttempt(reader, request)
-  const [stored, judgement] = await Promise.all([getStoredTrace(reader, entry.attempt_uid), getJudgement(reader, entry.attempt_uid)])
+  const [stored, judgement] = await Promise.all([getTraceByUid(reader, entry.attempt_uid), getJudgementByUid(reader, entry.attempt_uid)])
   if (!stored) {
     throw new ConfigError(`attempt ${entry.attempt_uid} is stored but its trace is not (runs stored before traces were kept, or the ingester is still behind)`)
   }

@@ -11,8 +11,7 @@ import { harnessBanner } from '../core/run-report.js'
 import { busReader } from '../store/bus-reader.js'
 import { connectBus } from '../store/bus.js'
 import { directReader, openClickHouse, type StoreReader } from '../store/clickhouse.js'
-import { getStoredTrace, getJudgement } from '../store/grading-repositories.js'
-import { attemptPage, countMatching, getAttemptEntry, runsPage, type AttemptCursor, type AttemptFilter } from '../store/report-queries.js'
+import { attemptPage, countMatching, getAttemptEntry, getJudgementByUid, getTraceByUid, runsPage, type AttemptCursor, type AttemptFilter } from '../store/report-queries.js'
 import type { ForgeConfig } from '../stack/config.js'
 import { ConfigError } from '../stack/errors.js'
 import { currentEndpoints } from '../stack/local-stack.js'
@@ -159,7 +158,7 @@ export async function startUi(config: ForgeConfig, opts: UiOptions): Promise<UiS
     if (parts[0] === 'attempts' && parts.length === 2) {
       const uid = parts[1]!
       const view = await readers.use(async (reader) => {
-        const [entry, stored, judgement] = await Promise.all([getAttemptEntry(reader, uid), getStoredTrace(reader, uid), getJudgement(reader, uid)])
+        const [entry, stored, judgement] = await Promise.all([getAttemptEntry(reader, uid), getTraceByUid(reader, uid), getJudgementByUid(reader, uid)])
         if (!entry || !stored) throw new NotFound(`no stored trace for attempt "${uid}"`)
         return buildTraceView(stored, {
           model: entry.model,

@@ -3,7 +3,9 @@
  * many attempts is aggregated here, in ClickHouse (histogram bins, fault counts, agreement tables,
  * pages of attempts); nothing reads a whole run into memory. All reads use FINAL.
  */
+import { StoredTrace, type Judgement } from '../core/contracts/index.js'
 import type { StoreReader } from './clickhouse.js'
+import { rowToJudgement, type JudgementRow } from './grading-converters.js'
 
 const num = (value: string | number | null | undefined): number => Number(value ?? 0)
 
@@ -296,10 +298,34 @@ export async function runsPage(reader: StoreReader, opts: { offset: number; limi
   }
 }
 
+/** The run id an attempt uid starts with (`run_id/config_id/task_id/attempt`): it lets a lookup by uid use the tables' sort key. */
+const runOf = (attemptUid: string): string => attemptUid.split('/')[0] ?? ''
+
 /** One stored attempt's row, by uid. */
 export async function getAttemptEntry(reader: StoreReader, attemptUid: string): Promise<AttemptListEntry | undefined> {
-  const rows = await reader.query<AttemptListRow>(`SELECT ${LIST_COLUMNS} FROM attempts FINAL WHERE attempt_uid = {uid:String} LIMIT 1`, { uid: attemptUid })
+  const rows = await reader.query<AttemptListRow>(`SELECT ${LIST_COLUMNS} FROM attempts FINAL WHERE run_id = {run:String} AND attempt_uid = {uid:String} LIMIT 1`, {
+    run: runOf(attemptUid),
+    uid: attemptUid,
+  })
   return rows[0] ? toListEntry(rows[0]) : undefined
+}
+
+/** An attempt's stored trace by uid, read through the sort key (run, uid): fast in a run of any size. */
+export async function getTraceByUid(reader: StoreReader, attemptUid: string): Promise<StoredTrace | undefined> {
+  const rows = await reader.query<{ stored: string }>('SELECT stored FROM traces FINAL WHERE run_id = {run:String} AND attempt_uid = {uid:String} LIMIT 1', {
+    run: runOf(attemptUid),
+    uid: attemptUid,
+  })
+  return rows[0] ? StoredTrace.parse(JSON.parse(rows[0].stored)) : undefined
+}
+
+/** An attempt's judgement at its newest grading version, read through the sort key. */
+export async function getJudgementByUid(reader: StoreReader, attemptUid: string): Promise<Judgement | undefined> {
+  const rows = await reader.query<JudgementRow>(
+    'SELECT * FROM judgements FINAL WHERE run_id = {run:String} AND attempt_uid = {uid:String} ORDER BY grading_version DESC LIMIT 1',
+    { run: runOf(attemptUid), uid: attemptUid },
+  )
+  return rows[0] ? rowToJudgement(rows[0]) : undefined
 }
 
 /** The attempts matching run, task and attempt number (one per config of the run). */
