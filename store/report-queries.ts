@@ -344,11 +344,11 @@ export async function runTaskIds(reader: StoreReader, runId: string): Promise<st
 }
 
 /** When an attempt started (ms since the epoch) — the stored trace's span times are relative to it. */
-export async function attemptStartedAt(reader: StoreReader, attemptUids: readonly string[]): Promise<Map<string, number>> {
+export async function attemptStartedAt(reader: StoreReader, runId: string, attemptUids: readonly string[]): Promise<Map<string, number>> {
   if (attemptUids.length === 0) return new Map()
   const rows = await reader.query<{ attempt_uid: string; started: string | number }>(
-    'SELECT attempt_uid, toUnixTimestamp64Milli(started_at) AS started FROM attempts FINAL WHERE has({uids:Array(String)}, attempt_uid)',
-    { uids: attemptUids },
+    'SELECT attempt_uid, toUnixTimestamp64Milli(started_at) AS started FROM attempts FINAL WHERE run_id = {run:String} AND has({uids:Array(String)}, attempt_uid)',
+    { run: runId, uids: attemptUids },
   )
   return new Map(rows.map((r) => [r.attempt_uid, num(r.started)]))
 }
