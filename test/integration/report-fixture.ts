@@ -7,10 +7,10 @@ import { insertAttempts, insertRuns } from '../../store/repositories.js'
 const judgeStamp = { model: 'judge-m', prompt_version: 'p1', decoding: {} }
 
 /** Attempt i of a task, deterministic: faults every 3rd attempt, a harness error every 13th, a judge grade on beta. */
-export function makeAttempt(runId: string, task: string, taskIndex: number, i: number): AttemptResult {
+export function makeAttempt(runId: string, task: string, taskIndex: number, i: number, passBelow = 6): AttemptResult {
   const faults = i % 3 === 0 ? 1 + (i % 4) : 0
   const harness = i % 13 === 5
-  const pass = !harness && (i * (taskIndex + 3)) % 10 < 6 - faults
+  const pass = !harness && (i * (taskIndex + 3)) % 10 < passBelow - faults
   const calls: ToolCall[] = Array.from({ length: 2 + faults }, (_, c) => ({
     index: c,
     name: c % 2 === 0 ? 'kv_get' : 'kv_put',
@@ -98,9 +98,9 @@ export function storedTraceOf(a: AttemptResult): StoredTrace {
 }
 
 
-/** Stores `perTask` attempts of each task, their grading rows, traces and the run record; returns the attempts. */
-export async function storeSyntheticRun(client: ClickHouseClient, runId: string, tasks: readonly string[], perTask: number): Promise<AttemptResult[]> {
-  const attempts = tasks.flatMap((task, t) => Array.from({ length: perTask }, (_, i) => makeAttempt(runId, task, t, i)))
+/** Stores `perTask` attempts of each task, their grading rows, traces and the run record; returns the attempts. A lower `passBelow` (default 6) passes fewer. */
+export async function storeSyntheticRun(client: ClickHouseClient, runId: string, tasks: readonly string[], perTask: number, passBelow = 6): Promise<AttemptResult[]> {
+  const attempts = tasks.flatMap((task, t) => Array.from({ length: perTask }, (_, i) => makeAttempt(runId, task, t, i, passBelow)))
   await insertAttempts(client, attempts, Date.now())
   await insertAttemptGrading(client, attempts, Date.now())
   await insertStoredTraces(client, attempts.map(storedTraceOf), Date.now())

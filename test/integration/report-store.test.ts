@@ -11,6 +11,8 @@ import { judgeAgreement } from '../../app/judge-agreement.js'
 import { buildRunReport, writeRunReport } from '../../app/report.js'
 import { getRunStats } from '../../app/stats.js'
 import { getTraceView } from '../../app/trace.js'
+import { compareStoredRuns } from '../../app/compare.js'
+import { renderReport } from '../../app/render/report-html.js'
 import type { AttemptResult } from '../../core/contracts/index.js'
 import { rateOf } from '../../core/stats.js'
 import { directReader, openClickHouse, type ClickHouseClient, type StoreReader } from '../../store/clickhouse.js'
@@ -31,6 +33,8 @@ beforeAll(async () => {
   client = await openClickHouse({ kind: 'embedded', path: join(dir, 'store') })
   await migrate(client)
   attempts.push(...(await storeSyntheticRun(client, RUN, TASKS, PER_TASK)))
+  // an earlier run that passed far more often: comparing against it finds regressions
+  await storeSyntheticRun(client, 'rep0', TASKS, PER_TASK, 10)
   reader = directReader(client)
 })
 
@@ -134,6 +138,21 @@ describe('report aggregates from the store', () => {
     expect(readdirSync(join(dir, 'out', 'run-traces'))).toHaveLength(5)
     const firstTrace = readFileSync(join(dir, 'out', links[0]!), 'utf8')
     expect(firstTrace).toContain('<a id="back" href="../run.html">')
+  })
+
+  it('compares with an earlier run: the regression table of forge compare, rendered with its figures', async () => {
+    const model = await buildRunReport(reader, { runId: RUN, compare: 'rep0', now: 0 })
+    const direct = await compareStoredRuns(reader, { runA: 'rep0', runB: RUN })
+    expect(model.comparison).toEqual(direct)
+    expect(direct.regression).toBe(true)
+    const html = renderReport(model)
+    for (const t of direct.suites[0]!.tasks) {
+      expect(html).toContain(`data-task="${t.task_id}" data-delta="${t.delta}" data-p="${t.p}" data-q="${t.q}" data-verdict="${t.regressed ? 'regressed' : t.improved ? 'improved' : 'unchanged'}"`)
+    }
+    expect(html).toContain('<p class="banner" id="regression-verdict">Regression: ')
+    expect(html).toContain('id="recovery-curve"')
+    for (const s of model.agreement!.sources) expect(html).toContain(`data-source="${s.source}" data-kappa="${s.agreement.kappa}" data-n="${s.agreement.n}"`)
+    await expect(buildRunReport(reader, { runId: RUN, compare: 'rep0', baseline: 'main', now: 0 })).rejects.toThrow('give either --compare <run> or --baseline <ref>, not both')
   })
 
   it('finds a trace by run, task and attempt, and explains what exists when it does not', async () => {
