@@ -66,6 +66,17 @@ describe('forge report', () => {
   })
 })
 
+describe('the harness-error banner in the terminal', () => {
+  it('leads forge stats when harness errors exceed 2% of attempts', () => {
+    const r = forge(['stats', '--run-id', 'cli1'], env)
+    expect(r.status, r.stderr).toBe(0)
+    // attempts 5 of each task (i % 13 = 5) are harness errors: 2 of 24
+    expect(r.stdout).toContain(
+      '!! HARNESS ERRORS: 2 of 24 attempts (8.3%) were harness errors — above the 2% the figures tolerate: they count as failures below, so rates understate the agent.',
+    )
+  })
+})
+
 describe('forge trace', () => {
   it('prints the span tree indented by depth, faults marked', () => {
     const r = forge(['trace', '--run-id', 'cli1', '--task', 'alpha', '--attempt', '3'], env)
