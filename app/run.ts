@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { ForgeConfig } from '../config/index.js'
 import type { RunPlan, Task } from '../core/contracts/index.js'
 import { ForgeError } from '../core/errors.js'
-import { connectBus, subjects, type ProgressEvent } from '../store/bus.js'
+import { connectBus, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import { stackUp } from '../stack/local-stack.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
@@ -21,6 +21,9 @@ import { startWorkerPool } from './worker-pool.js'
 
 export { dryRun, type DryRunReport } from './plan-run.js'
 export type { RunConfig, RunConfigInput } from './run-config.js'
+
+/** follows the run live (progress, log records: app/progress.ts) from before it starts until its results are stored */
+export type RunObserver = (nc: NatsConnection, runId: string, planned: number) => { stop(): void }
 
 export type RunEvent =
   | { kind: 'stack'; message: string }
@@ -48,7 +51,7 @@ export interface RunReport extends RunStats {
  * RunWorkflow, live progress, and the wait until ClickHouse holds every published attempt.
  * Aborting `signal` (Ctrl-C) cancels the run's workflow; the run is recorded as cancelled.
  */
-export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal): Promise<RunReport> {
+export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal, observe?: RunObserver): Promise<RunReport> {
   const { run, suite, tasks, plan } = await planRun(config, input)
   const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
   const nc = await connectBus(endpoints.natsUrl, 'forge-run')
@@ -64,8 +67,10 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
   })
   const connection = await Connection.connect({ address: endpoints.temporalAddress })
   const started = Date.now()
+  let observer: { stop(): void } | undefined
   try {
     const progress = followProgress(nc, plan.run_id, tasks, plan.attempts, onEvent)
+    observer = observe?.(nc, plan.run_id, tasks.length * plan.attempts)
     await pool.ready
     onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
     const result = await runWorkflow(new Client({ connection, namespace: config.temporal.namespace }), config.temporal.taskQueue, plan, signal, () =>
@@ -95,6 +100,7 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
       await reader.close()
     }
   } finally {
+    observer?.stop()
     await pool.stop()
     await connection.close()
     await nc.drain().catch(() => undefined)

@@ -2,7 +2,8 @@
  * `npm run bench`: end-to-end orchestration throughput and memory on the embedded stack
  * (a mock agent never waits, so this measures Forge's own cost), plus raw ingest into chDB.
  *   FORGE_BENCH_ATTEMPTS (default 1000), FORGE_BENCH_WORKERS (default 1)
- *   FORGE_BENCH_ONLY=e2e|ingest|stats runs one part; the stats part times forge stats / compare over 1,000,000 attempts
+ *   FORGE_BENCH_ONLY=e2e|ingest|stats|report|ui runs one part; the stats part times forge stats / compare over 1,000,000 attempts,
+ *   report and ui (bench/report-bench.ts) the report of 10,000 attempts and forge ui pages over 100,000
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -17,6 +18,7 @@ import { insertAttempts, insertRuns } from '../store/repositories.js'
 import { getRunStats } from '../app/stats.js'
 import { compareStoredRuns } from '../app/compare.js'
 import { directReader } from '../store/clickhouse.js'
+import { reportAtScale, uiAtScale } from './report-bench.js'
 
 function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   try {
@@ -167,3 +169,5 @@ const { attempts, workers, only } = resolveConfig().bench
 if (!only || only === 'e2e') await endToEnd(attempts, workers)
 if (!only || only === 'ingest') await ingest(100_000)
 if (!only || only === 'stats') await statsAtScale(1_000_000)
+if (!only || only === 'report') await reportAtScale(10_000)
+if (!only || only === 'ui') await uiAtScale(100_000)

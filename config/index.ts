@@ -7,7 +7,7 @@
  * FORGE_HOME, default ./.forge).
  */
 import { resolve } from 'node:path'
-import { describeSettings, loadSettings, type ForgeSettings, type LogLevel, type SettingReport } from './settings.js'
+import { describeSettings, loadSettings, type BenchPart, type ForgeSettings, type LogLevel, type SettingReport } from './settings.js'
 
 export { LOG_LEVELS, readSetting, SETTINGS, settingsEnv, type ForgeSettings, type LogLevel, type SettingName, type SettingReport } from './settings.js'
 
@@ -37,7 +37,7 @@ export interface ForgeConfig {
   logLevel: LogLevel
   agentVersion: string | undefined
   python: string
-  bench: { attempts: number; workers: number; only: 'e2e' | 'ingest' | 'stats' | undefined }
+  bench: { attempts: number; workers: number; only: BenchPart | undefined }
 }
 
 /** The configuration in `env` (default: this process's); a bad value throws a ConfigError naming each variable and value. */

@@ -46,6 +46,10 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** Every setting, by the name the code uses. */
+/** The parts of `npm run bench` (bench/run-bench.ts), each runnable alone with FORGE_BENCH_ONLY. */
+export const BENCH_PARTS = ['e2e', 'ingest', 'stats', 'report', 'ui'] as const
+export type BenchPart = (typeof BENCH_PARTS)[number]
+
 export const SETTINGS = {
   home: define({
     variable: 'FORGE_HOME',
@@ -173,10 +177,10 @@ export const SETTINGS = {
   benchWorkers: define({ variable: 'FORGE_BENCH_WORKERS', description: 'npm run bench: worker processes', fallback: 1, defaultText: '1', schema: wholeNumber(1, 256) }),
   benchOnly: define({
     variable: 'FORGE_BENCH_ONLY',
-    description: 'npm run bench: run only this part (e2e, ingest or stats)',
+    description: `npm run bench: run only this part (${BENCH_PARTS.join(', ')})`,
     fallback: undefined,
     defaultText: '(unset: every part)',
-    schema: z.enum(['e2e', 'ingest', 'stats'], 'must be e2e, ingest or stats') as z.ZodType<'e2e' | 'ingest' | 'stats' | undefined, string>,
+    schema: z.enum(BENCH_PARTS, `must be one of ${BENCH_PARTS.join(', ')}`) as z.ZodType<BenchPart | undefined, string>,
   }),
 } as const
 
