@@ -6,6 +6,7 @@
  *            a filtered run-wide page, an attempt's trace and the run's report, best of 3.
  * Rows are generated inside chDB (INSERT … SELECT FROM numbers), traces included, so only reads are timed.
  */
+import { readSetting } from '../config/index.js'
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -91,7 +92,7 @@ async function timeBest(runs: number, fn: () => Promise<unknown>): Promise<{ fir
   return { first: times[0]!, best: Math.min(...times) }
 }
 
-const CHROMIUM = [process.env['FORGE_CHROMIUM'], '/usr/bin/chromium'].find((p): p is string => p !== undefined && p !== '' && existsSync(p))
+const CHROMIUM = [readSetting('chromium')].find((p) => existsSync(p))
 
 /** How long Chromium takes to load and lay out a page (navigation to the load event), best of 3; null without Chromium. */
 async function renderMs(url: string): Promise<number | null> {

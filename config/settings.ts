@@ -172,6 +172,7 @@ export const SETTINGS = {
     defaultText: "(unset: the run's config id)",
     schema: optionalText,
   }),
+  chromium: define({ variable: 'FORGE_CHROMIUM', description: 'The Chromium executable of the report bench and the browser tests', fallback: '/usr/bin/chromium', defaultText: '/usr/bin/chromium', schema: text }),
   python: define({ variable: 'FORGE_PYTHON', description: 'The Python interpreter of the pydantic-ai adapter', fallback: 'python3', defaultText: 'python3', schema: text }),
   benchAttempts: define({ variable: 'FORGE_BENCH_ATTEMPTS', description: 'npm run bench: attempts of the end-to-end part', fallback: 1000, defaultText: '1000', schema: wholeNumber(1, 10_000_000) }),
   benchWorkers: define({ variable: 'FORGE_BENCH_WORKERS', description: 'npm run bench: worker processes', fallback: 1, defaultText: '1', schema: wholeNumber(1, 256) }),
