@@ -100,7 +100,7 @@ export function configIdOf(adapter: string, adapterConfig: Record<string, unknow
   return `${adapter}-${digest.slice(0, 8)}`
 }
 
-interface PreparedRun {
+export interface PreparedRun {
   suite: LoadedSuite
   tasks: Task[]
   plan: RunPlan
@@ -108,7 +108,7 @@ interface PreparedRun {
 }
 
 /** Validates options and the suite, loads the price table and builds the plan; starts nothing. */
-async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
+export async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
   validateRunOptions(opts)
   const suite = await loadSuite(opts.suite)
   const tasks = selectTasks(suite.tasks, opts.taskIds, suite.path)

@@ -11,6 +11,9 @@ import { queryRows } from '../store/clickhouse.js'
 import { encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
 import { insertAttempts, insertBaselines, insertRuns } from '../store/repositories.js'
 import { insertAttemptGrading, insertJudgeOutcomes, insertRegrades, insertResolutions, insertStoredTraces } from '../store/grading-repositories.js'
+import { SweepRecord } from '../core/contracts/sweep.js'
+import { SWEEP_SUBJECT } from '../store/sweep-bus.js'
+import { insertSweeps } from '../store/sweep-repositories.js'
 import type { Logger } from '../engine/logger.js'
 
 export interface IngesterOptions {
@@ -131,6 +134,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
     const attempts = new Map<string, AttemptResult>()
     const runs: RunRecord[] = []
     const baselines: BaselineRecord[] = []
+    const sweeps: SweepRecord[] = []
     const now = Date.now()
     const primary: JsMsg[] = []
     const graded: { msg: JsMsg; add(): void }[] = []
@@ -154,6 +158,9 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
       } else if (parsed.kind === 'run') {
         runs.push(parsed.value)
         primary.push(msg)
+      } else if (parsed.kind === 'sweep') {
+        sweeps.push(parsed.value)
+        primary.push(msg)
       } else {
         const value = parsed
         graded.push({
@@ -171,6 +178,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
       await insertAttempts(store, [...attempts.values()], now)
       await insertRuns(store, runs)
       await insertBaselines(store, baselines)
+      await insertSweeps(store, sweeps, now)
     } catch (error) {
       logger.error({ err: error, messages: primary.length + graded.length }, 'insert failed; messages will be redelivered')
       for (const msg of [...primary, ...graded.map((g) => g.msg)]) msg.nak(1000)
@@ -218,6 +226,7 @@ type Parsed =
   | { ok: true; kind: 'judge'; value: JudgeOutcome }
   | { ok: true; kind: 'regrade'; value: AttemptRegrade }
   | { ok: true; kind: 'review'; value: ReviewResolution }
+  | { ok: true; kind: 'sweep'; value: SweepRecord }
   | { ok: false; error: string }
 
 function parseMessage(msg: JsMsg): Parsed {
@@ -250,6 +259,10 @@ function parseMessage(msg: JsMsg): Parsed {
   if (msg.subject === subjects.review) {
     const r = ReviewResolution.safeParse(data)
     return r.success ? { ok: true, kind: 'review', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
+  }
+  if (msg.subject === SWEEP_SUBJECT) {
+    const r = SweepRecord.safeParse(data)
+    return r.success ? { ok: true, kind: 'sweep', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
   }
   if (msg.subject === subjects.run) {
     const r = RunRecord.safeParse(data)
