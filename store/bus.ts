@@ -30,7 +30,8 @@ export type { NatsConnection }
 
 export async function connectBus(url: string, name: string): Promise<NatsConnection> {
   try {
-    return await connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 })
+    // a cluster is several comma-separated URLs: any one that answers is enough to start
+    return await connect({ servers: url.split(',').map((s) => s.trim()), name, maxReconnectAttempts: -1, reconnectTimeWait: 500 })
   } catch (error) {
     throw new BusError(`cannot connect to NATS at ${url}: ${(error as Error).message}`, { cause: error })
   }
