@@ -14,7 +14,7 @@ import { cellVerdictOf } from '../core/sweep.js'
 import { publishBaseline, type NatsConnection } from '../store/bus.js'
 import { busReader } from '../store/bus-reader.js'
 import { directReader, openClickHouse, type StoreReader } from '../store/clickhouse.js'
-import { countAttempts, findBaseline, getRun, listBaselines } from '../store/repositories.js'
+import { countAttempts, getRun, listBaselines } from '../store/repositories.js'
 import { publishSweepRecord } from '../store/sweep-bus.js'
 import { ConfigError } from '../stack/errors.js'
 import { SuiteLoadError } from '../engine/errors.js'
@@ -70,11 +70,10 @@ export function createSweepActivities(deps: SweepActivityDeps): SweepActivities 
           pass_rate: stats.suite_rate,
           harness_errors: stats.failure_buckets['harness_error'] ?? 0,
         }
-        let baseline = await findBaseline(reader, input.baseline, input.suite)
-        // a retry after this run was promoted compares with the version before it
-        if (baseline?.run_id === input.run_id) {
-          baseline = baseline.version > 1 ? await findBaseline(reader, `${input.baseline}@${baseline.version - 1}`) : undefined
-        }
+        // the baseline as it was when the sweep started: never a version this sweep promoted (another
+        // seed's cell, or this cell on a retry)
+        const versions = await listBaselines(reader, { name: input.baseline, limit: 1000 })
+        const baseline = versions.filter((b) => b.created_at < input.sweep_started_at).sort((a, b) => b.version - a.version)[0]
         let evaluation: CellEvaluation
         if (baseline === undefined) {
           evaluation = { ...base, verdict: cellVerdictOf({ runFailed: false, baselineFound: false, regression: false }), baseline_version: null, baseline_run_id: '', baseline_pass_rate: null, findings: null, promoted_version: null }

@@ -22,7 +22,7 @@ export abstract class ForgeCommand extends Command {
             : error instanceof StoreError || error instanceof BusError
               ? EXIT.store
               : undefined
-    if (exit !== undefined || error.name === 'RunFailedError') {
+    if (exit !== undefined || error.name === 'RunFailedError' || error.name === 'SweepFailedError') {
       if (this.jsonEnabled()) this.logJson({ error: { name: error.name, message: error.message } })
       this.logToStderr(`Error: ${error.message}`)
       this.exit(exit ?? EXIT.failure)

@@ -65,6 +65,15 @@ export function baselineNameOf(template: string, values: { name: string; suite: 
   return clean.slice(0, 200) || 'baseline'
 }
 
+/**
+ * Whether a cell's run may become its baseline's next version: one cell per baseline — the first
+ * seed's, unless the template names {seed} (then every cell has a baseline of its own).
+ */
+export function promotesBaseline(spec: Pick<SweepSpec, 'promote_baseline' | 'baseline' | 'seeds'>, cell: Pick<CellParams, 'seed'>): boolean {
+  if (spec.promote_baseline !== 'if_no_regression') return false
+  return spec.baseline.includes('{seed}') || cell.seed === spec.seeds[0]
+}
+
 /** A finished cell's verdict: its run failed, it had no baseline, the comparison flagged something, or it passed. */
 export function cellVerdictOf(input: { runFailed: boolean; baselineFound: boolean; regression: boolean }): CellVerdict {
   if (input.runFailed) return 'failed'

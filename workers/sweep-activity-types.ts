@@ -19,6 +19,8 @@ export interface EvaluateCellInput {
   published: number
   /** tag the run as the baseline's next version unless it regressed */
   promote: boolean
+  /** the sweep's start (epoch ms): cells compare with the baseline as it was then, not with a version this sweep promoted */
+  sweep_started_at: number
 }
 
 /** What the comparison with the baseline found for one cell (a slice of SweepCell). */

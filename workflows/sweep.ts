@@ -9,7 +9,7 @@
 import { isCancellation, proxyActivities, workflowInfo, executeChild, type ActivityOptions } from '@temporalio/workflow'
 import type { RunPlan } from '../core/contracts/index.js'
 import type { SweepCell, SweepRecord, SweepSpec, SweepVerdict } from '../core/contracts/sweep.js'
-import { baselineNameOf, sweepCells, sweepIdFrom, sweepVerdictOf, type CellParams } from '../core/sweep.js'
+import { baselineNameOf, promotesBaseline, sweepCells, sweepIdFrom, sweepVerdictOf, type CellParams } from '../core/sweep.js'
 import type { SweepActivities } from '../workers/sweep-activity-types.js'
 import { bookkeepingActivityOptions, NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
 import { RunWorkflow, type RunWorkflowResult } from './run.js'
@@ -20,6 +20,8 @@ export interface SweepWorkflowInput {
   sweep_id?: string
   /** the Schedule that started it */
   schedule_id?: string
+  /** the Schedule's cron and time zone, kept beside the spec (forge schedule list shows them) */
+  schedule?: { cron: string; timezone: string }
 }
 
 export interface SweepWorkflowResult {
@@ -126,7 +128,8 @@ export async function SweepWorkflow(input: SweepWorkflowInput): Promise<SweepWor
         suite: plan.suite,
         baseline: cell.baseline,
         published,
-        promote: spec.promote_baseline === 'if_no_regression',
+        promote: promotesBaseline(spec, p),
+        sweep_started_at: startedAt,
       })
       Object.assign(cell, evaluation)
       cell.status = 'completed'

@@ -338,7 +338,8 @@ describe.skipIf(missing.length > 0)('helm/forge', () => {
     const accepted = new Map<string, Set<string>>()
     const flagsOf = async (command: string): Promise<Set<string>> => {
       if (!accepted.has(command)) {
-        const mod = (await import(join(root, 'dist', 'cli', 'commands', ...command.split(' ')) + '.js')) as { default: { flags?: Record<string, unknown> } }
+        const base = join(root, 'dist', 'cli', 'commands', ...command.split(' '))
+        const mod = (await import(existsSync(`${base}.js`) ? `${base}.js` : join(base, 'index.js'))) as { default: { flags?: Record<string, unknown> } }
         accepted.set(command, new Set(Object.keys(mod.default.flags ?? {}).map((f) => `--${f}`)))
       }
       return accepted.get(command)!

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { MAX_SWEEP_CELLS, SweepSpec } from '../../core/contracts/sweep.js'
-import { baselineNameOf, cellVerdictOf, sweepCells, sweepIdFrom, sweepVerdictOf } from '../../core/sweep.js'
+import { baselineNameOf, cellVerdictOf, promotesBaseline, sweepCells, sweepIdFrom, sweepVerdictOf } from '../../core/sweep.js'
 
 describe('SweepSpec', () => {
   it('applies defaults', () => {
@@ -81,6 +81,17 @@ describe('sweep matrix', () => {
     expect(baselineNameOf('{name}.{suite}.{adapter}.{model}', values)).toBe('nightly.toy_math.react.org-m2-latest')
     expect(baselineNameOf('{suite}-{model}', { ...values, model: '' })).toBe('toy_math-default')
     expect(baselineNameOf('__{seed}', values)).toBe('1')
+  })
+})
+
+describe('baseline promotion', () => {
+  it('promotes one cell per baseline: the first seed, or every cell when the template names {seed}', () => {
+    const spec = SweepSpec.parse({ name: 'n', suites: ['s'], adapters: ['mock'], seeds: ['a', 'b'], promote_baseline: 'if_no_regression' })
+    expect(sweepCells(spec, 'x').map((c) => promotesBaseline(spec, c))).toEqual([true, false])
+    const perSeed = { ...spec, baseline: '{suite}.{seed}' }
+    expect(sweepCells(perSeed, 'x').map((c) => promotesBaseline(perSeed, c))).toEqual([true, true])
+    const never = { ...spec, promote_baseline: 'never' as const }
+    expect(sweepCells(never, 'x').map((c) => promotesBaseline(never, c))).toEqual([false, false])
   })
 })
 
