@@ -84,12 +84,13 @@ type PodSpec = {
   volumes?: { name: string }[]
 }
 
+let renders = 0
 const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { encoding: 'utf8', timeout: 120_000 })
 
 /** `helm template` of the chart with a values file (or none); the objects, and the manifest file. */
 function render(valuesFile?: string, extra: string[] = []): { objects: K8sObject[]; file: string; stderr: string; status: number } {
   const r = run(helm.path!, ['template', 'forge', chart, '--namespace', 'forge', ...(valuesFile ? ['-f', valuesFile] : []), ...extra])
-  const file = join(work, `render-${Math.random().toString(36).slice(2)}.yaml`)
+  const file = join(work, `render-${++renders}.yaml`)
   writeFileSync(file, r.stdout)
   const objects = r.status === 0 ? parseAllDocuments(r.stdout).map((d) => d.toJSON() as K8sObject).filter((o) => o !== null) : []
   return { objects, file, stderr: r.stderr, status: r.status ?? -1 }
