@@ -51,7 +51,8 @@ export async function ensureResultsStream(nc: NatsConnection, opts: { replicas?:
   }
   try {
     await jsm.streams.info(RESULTS_STREAM)
-    await jsm.streams.update(RESULTS_STREAM, { duplicate_window: config.duplicate_window, max_age: config.max_age })
+    // replicas given: a stream created R1 becomes R3 once the cluster has the nodes (an upgrade to the 3-node values)
+    await jsm.streams.update(RESULTS_STREAM, { duplicate_window: config.duplicate_window, max_age: config.max_age, ...(opts.replicas !== undefined ? { num_replicas: opts.replicas } : {}) })
   } catch {
     await jsm.streams.add(config)
   }

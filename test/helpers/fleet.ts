@@ -9,6 +9,8 @@ import { request } from 'node:http'
 import { Socket } from 'node:net'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { jetstreamManager } from '@nats-io/jetstream'
+import { connectBus } from '../../store/bus.js'
 import { findBinary } from '../../stack/binaries.js'
 import { freePorts } from '../../stack/local-stack.js'
 import { packageRoot } from '../../stack/paths.js'
@@ -177,11 +179,29 @@ export async function startNats(dir: string, size: 1 | 3 = 1): Promise<NatsClust
     nodes.push(node)
   }
   await Promise.all(nodes.map((n) => waitForTcp(n.port)))
+  if (size > 1) await waitForJetStream(nodes.map((n) => `nats://127.0.0.1:${n.port}`).join(','))
   return {
     url: nodes.map((n) => `nats://127.0.0.1:${n.port}`).join(','),
     nodes,
     async stop() {
       await Promise.all(nodes.map((n) => stopProc(n.proc)))
     },
+  }
+}
+
+/** A clustered JetStream answers only once its meta leader is elected. */
+export async function waitForJetStream(url: string): Promise<void> {
+  const nc = await connectBus(url, 'forge-test-wait')
+  try {
+    await waitFor('a JetStream meta leader', async () => {
+      try {
+        await (await jetstreamManager(nc)).getAccountInfo()
+        return true
+      } catch {
+        return undefined
+      }
+    }, 60_000)
+  } finally {
+    await nc.close()
   }
 }
