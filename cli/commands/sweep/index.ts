@@ -7,7 +7,7 @@ import { printSweep } from '../../sweep-view.js'
 export default class Sweep extends ForgeCommand {
   static override summary = 'Run a matrix (suites × adapters × models × seeds) as one tracked sweep: a run per cell, each compared with its baseline.'
   static override description =
-    'The sweep file lists suites, adapters, models, seeds, attempts and the baseline each cell is compared with (README "Sweeps"). ' +
+    'The sweep file lists suites, adapters, models, seeds, attempts and the baseline each cell is compared with (README "Deploy on Kubernetes", "Sweeps and schedules"). ' +
     'Locally it brings up the stack and starts --workers worker processes; against a fleet (FORGE_TEMPORAL_ADDRESS and FORGE_NATS_URL set) ' +
     'the default is --workers 0: the fleet runs the cells. Exits 6 when a cell regressed, 1 when a cell failed.'
   static override examples = [
