@@ -7,11 +7,11 @@
  * skip, saying why, only when that is impossible.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseAllDocuments } from 'yaml'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { SweepSpec } from '../../core/contracts/sweep.js'
 import { sweepCells } from '../../core/sweep.js'
 import { packageRoot } from '../../stack/paths.js'
@@ -20,6 +20,7 @@ import { findHelm, findValidator } from '../helpers/helm-tools.js'
 const root = packageRoot()
 const chart = join(root, 'helm', 'forge')
 const work = mkdtempSync(join(tmpdir(), 'forge-helm-'))
+afterAll(() => rmSync(work, { recursive: true, force: true }))
 
 const helm = findHelm()
 const validator = findValidator()
