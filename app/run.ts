@@ -31,6 +31,7 @@ import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { startWorkerPool } from './worker-pool.js'
+import { resolveRunModels, startRunModelServer, type RunModels } from './local-model.js'
 
 export interface RunOptions {
   /** aborting it (Ctrl-C) cancels the run's workflow; the run is recorded as cancelled */
@@ -105,6 +106,8 @@ interface PreparedRun {
   tasks: Task[]
   plan: RunPlan
   priceTable: PriceTable
+  /** the `local` model the stack's model server must serve, if any */
+  localModel: RunModels['local']
 }
 
 /** Validates options and the suite, loads the price table and builds the plan; starts nothing. */
@@ -112,7 +115,9 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
   validateRunOptions(opts)
   const suite = await loadSuite(opts.suite)
   const tasks = selectTasks(suite.tasks, opts.taskIds, suite.path)
-  const adapterConfig = { ...(opts.adapterConfig ?? {}) }
+  // `--model local` / `--judge-model local`: one GGUF file, recorded as local:<name>
+  const models = resolveRunModels({ ...(opts.adapterConfig ?? {}) }, opts.judge)
+  const adapterConfig = models.adapterConfig
   // workers read the table from the adapter config (engine/llm/price-table.ts); absolute, so any worker finds it
   if (opts.priceTable !== undefined) adapterConfig['price_table'] = resolve(opts.priceTable)
   else if (typeof adapterConfig['price_table'] === 'string') adapterConfig['price_table'] = resolve(adapterConfig['price_table'])
@@ -124,8 +129,8 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
     throw error
   }
   let judge: JudgeSettings | undefined
-  if (opts.judge !== undefined) {
-    const parsedJudge = JudgeSettings.safeParse({ task_queue: judgeTaskQueue(), ...opts.judge })
+  if (models.judge !== undefined) {
+    const parsedJudge = JudgeSettings.safeParse({ task_queue: judgeTaskQueue(), ...models.judge })
     if (!parsedJudge.success) {
       throw new ConfigError(`invalid judge settings: ${parsedJudge.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`)
     }
@@ -175,7 +180,7 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
   if (!parsed.success) {
     throw new ConfigError(`invalid run settings: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`)
   }
-  return { suite, tasks, plan: parsed.data, priceTable }
+  return { suite, tasks, plan: parsed.data, priceTable, localModel: models.local }
 }
 
 export interface DryRunReport {
@@ -242,12 +247,13 @@ async function readObservedUsage(config: ForgeConfig, suite: string, model: stri
 }
 
 export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (event: RunEvent) => void = () => undefined): Promise<RunReport> {
-  const { suite, tasks, plan } = await prepareRun(opts)
+  const { suite, tasks, plan, localModel } = await prepareRun(opts)
   const runId = plan.run_id
   const seed = plan.seed
   const total = tasks.length * opts.attempts
 
   const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
+  const modelEnv = await startRunModelServer(config, localModel, (message) => onEvent({ kind: 'stack', message }))
   const nc = await connectBus(endpoints.natsUrl, 'forge-run')
   const pool = startWorkerPool({
     count: opts.workers,
@@ -258,6 +264,7 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
     concurrency: opts.concurrency,
     logDir: join(config.home, 'logs'),
     runId,
+    env: modelEnv,
   })
   const connection = await Connection.connect({ address: endpoints.temporalAddress })
   const started = Date.now()

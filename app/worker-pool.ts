@@ -20,6 +20,8 @@ export interface WorkerPoolOptions {
   concurrency: number
   logDir: string
   runId: string
+  /** more environment for the workers (e.g. where the stack's model server is) */
+  env?: Record<string, string>
 }
 
 export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
@@ -32,6 +34,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
         stdio: ['ignore', fd, fd, 'ipc'],
         env: {
           ...process.env,
+          ...opts.env,
           FORGE_TEMPORAL_ADDRESS: opts.temporalAddress,
           FORGE_NATS_URL: opts.natsUrl,
           FORGE_TEMPORAL_NAMESPACE: opts.namespace,

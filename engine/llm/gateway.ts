@@ -13,6 +13,7 @@ import type { BudgetLimit, Span, TokenUsage } from '../../core/contracts/index.j
 import type { LlmEndpoint } from '../../core/plugins.js'
 import { costOf, type PriceTable } from '../../core/pricing.js'
 import { LlmConfigError } from './errors.js'
+import { isLocalModel } from './local/models.js'
 
 /** Where the gateway forwards to: an OpenAI-compatible base URL (ending in /v1) and its key. */
 export interface LlmUpstream {
@@ -305,8 +306,12 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
   }
 }
 
-/** Resolves the upstream from adapter config (`base_url`, `api_key_env`) and the worker's environment. */
+/**
+ * Resolves the upstream from adapter config (`base_url`, `api_key_env`) and the worker's environment;
+ * a `local` model goes to the stack's model server (FORGE_LOCAL_MODEL_URL, set by `forge run`).
+ */
 export function resolveUpstream(config: Record<string, unknown>, env: NodeJS.ProcessEnv): LlmUpstream {
+  if (config['base_url'] === undefined && isLocalModel(config['model'])) return localModelUpstream(config['model'], env)
   const baseURL = config['base_url'] ?? env['OPENAI_BASE_URL'] ?? 'https://api.openai.com/v1'
   if (typeof baseURL !== 'string' || !/^https?:\/\//.test(baseURL)) {
     throw new LlmConfigError(`adapter config base_url must be an http(s) URL, got ${JSON.stringify(baseURL)}`)
@@ -317,6 +322,19 @@ export function resolveUpstream(config: Record<string, unknown>, env: NodeJS.Pro
   if (config['api_key_env'] !== undefined && !apiKey) {
     throw new LlmConfigError(`adapter config api_key_env names ${keyVariable}, which is not set in the worker's environment`)
   }
+  return apiKey ? { baseURL, apiKey } : { baseURL }
+}
+
+/** The stack's model server, which serves every `local` model (engine/llm/local/server.ts). */
+export function localModelUpstream(model: string, env: NodeJS.ProcessEnv): LlmUpstream {
+  const baseURL = env['FORGE_LOCAL_MODEL_URL']
+  if (!baseURL || !/^https?:\/\//.test(baseURL)) {
+    throw new LlmConfigError(
+      `model "${model}" runs on the stack's model server, but this worker has no FORGE_LOCAL_MODEL_URL${baseURL ? ` (got ${JSON.stringify(baseURL)})` : ''}: ` +
+        'start the run with forge run (it starts the model server), or set FORGE_LOCAL_MODEL_URL (and FORGE_LOCAL_MODEL_KEY) on the worker',
+    )
+  }
+  const apiKey = env['FORGE_LOCAL_MODEL_KEY']
   return apiKey ? { baseURL, apiKey } : { baseURL }
 }
 

@@ -14,7 +14,7 @@
  *   same completion on the same machine.
  * - Usage is the tokens the model actually evaluated and generated.
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto'
+import { timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { availableParallelism } from 'node:os'
@@ -366,11 +366,6 @@ class GrammarCache {
       throw new BadRequest(`the reply format cannot be turned into a grammar: ${error instanceof Error ? error.message : String(error)}`)
     })
   }
-}
-
-/** A random key for a model server the stack starts. */
-export function newModelServerKey(): string {
-  return `forge-model-${randomBytes(18).toString('hex')}`
 }
 
 function authorized(req: IncomingMessage, key: Buffer): boolean {
