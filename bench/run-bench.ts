@@ -2,7 +2,8 @@
  * `npm run bench`: end-to-end orchestration throughput and memory on the embedded stack
  * (a mock agent never waits, so this measures Forge's own cost), plus raw ingest into chDB.
  *   FORGE_BENCH_ATTEMPTS (default 1000), FORGE_BENCH_WORKERS (default 1)
- *   FORGE_BENCH_ONLY=e2e|ingest|stats runs one part; the stats part times forge stats / compare over 1,000,000 attempts
+ *   FORGE_BENCH_ONLY=e2e|ingest|stats|model runs one part; the stats part times forge stats / compare over 1,000,000 attempts;
+ *   the model part measures the local model server on its own (bench/model-bench.ts), apart from the harness's figures
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -17,6 +18,7 @@ import { insertAttempts, insertRuns } from '../store/repositories.js'
 import { getRunStats } from '../app/stats.js'
 import { compareStoredRuns } from '../app/compare.js'
 import { directReader } from '../store/clickhouse.js'
+import { modelServerBench } from './model-bench.js'
 
 function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   try {
@@ -169,3 +171,4 @@ const only = process.env['FORGE_BENCH_ONLY']
 if (!only || only === 'e2e') await endToEnd(attempts, workers)
 if (!only || only === 'ingest') await ingest(100_000)
 if (!only || only === 'stats') await statsAtScale(1_000_000)
+if (!only || only === 'model') await modelServerBench()

@@ -12,7 +12,7 @@
  *                          FORGE_LOCAL_MODEL_KEY its key, if it needs one
  */
 import { randomBytes } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { ForgeConfig } from './config.js'
 import { ConfigError, StackStartError } from './errors.js'
@@ -114,6 +114,7 @@ async function startModelServer(config: ForgeConfig, model: { name: string; path
   const [port = 0] = await freePorts(1)
   // gateways present it; an agent that found the port cannot use the model unmetered
   const key = `forge-model-${randomBytes(18).toString('hex')}`
+  mkdirSync(join(config.home, 'logs'), { recursive: true })
   const log = join(config.home, 'logs', 'model-server.log')
   const env: NodeJS.ProcessEnv = {
     ...process.env,
