@@ -1,7 +1,10 @@
 /**
  * Entry point of the stack's model server process (stack/model-server.ts starts it): one GGUF model
  * served OpenAI-compatibly on 127.0.0.1 for every worker's LLM gateway. Configured through
- * FORGE_MODEL_* variables set by the stack; logs one JSON line when it is ready.
+ * FORGE_MODEL_* variables set by the stack; logs one JSON line when it is ready. On a fleet, run it
+ * on one host for every worker: FORGE_MODEL_PATH, FORGE_MODEL_NAME, FORGE_MODEL_PORT, FORGE_MODEL_HOST
+ * (default 127.0.0.1), FORGE_MODEL_SERVER_KEY, FORGE_MODEL_PARALLEL / _CONTEXT / _THREADS; workers
+ * then get FORGE_LOCAL_MODEL_URL and FORGE_LOCAL_MODEL_KEY.
  */
 import { startLocalModelServer } from '../engine/llm/local/server.js'
 
@@ -31,6 +34,8 @@ const server = await startLocalModelServer({
   ...(contextSize !== undefined ? { contextSize } : {}),
   ...(threads !== undefined ? { threads } : {}),
   ...(port !== undefined ? { port } : {}),
+  // a fleet's shared model server listens beyond loopback: set a key too (FORGE_MODEL_SERVER_KEY)
+  ...(env['FORGE_MODEL_HOST'] ? { host: env['FORGE_MODEL_HOST'] } : {}),
   ...(env['FORGE_MODEL_SERVER_KEY'] ? { apiKey: env['FORGE_MODEL_SERVER_KEY'] } : {}),
 }).catch((error: unknown) => fail(`the model server could not load ${modelPath}: ${error instanceof Error ? error.message : String(error)}`))
 
