@@ -43,10 +43,29 @@ export function resolveRunModels(adapterConfig: Record<string, unknown>, judge: 
   }
 }
 
-/** Brings up the model server a run needs; the environment its workers need to reach it (empty without a local model). */
-export async function startRunModelServer(config: ForgeConfig, local: RunModels['local'], log: (line: string) => void): Promise<Record<string, string>> {
-  if (local === undefined) return {}
+export interface RunModelServer {
+  /** what the workers need to reach it (empty without a local model) */
+  env: Record<string, string>
+  /** completions it generates at once (unknown for an external server) */
+  parallel?: number
+}
+
+/** Brings up the model server a run needs. */
+export async function startRunModelServer(config: ForgeConfig, local: RunModels['local'], log: (line: string) => void): Promise<RunModelServer> {
+  if (local === undefined) return { env: {} }
   const settings = modelServerSettings()
-  if (local === 'external') return modelServerWorkerEnv({ url: settings.externalUrl!, ...(settings.externalKey ? { key: settings.externalKey } : {}) })
-  return modelServerWorkerEnv(await ensureModelServer(config, local, log))
+  if (local === 'external') return { env: modelServerWorkerEnv({ url: settings.externalUrl!, ...(settings.externalKey ? { key: settings.externalKey } : {}) }) }
+  const server = await ensureModelServer(config, local, log)
+  return { env: modelServerWorkerEnv(server), ...(server.parallel !== undefined ? { parallel: server.parallel } : {}) }
+}
+
+/**
+ * Attempts each worker runs at once against the stack's model server: at most twice what it
+ * generates at once, over all workers. More would only wait in its queue, and that wait counts
+ * against each attempt's max_duration_ms — the harness would be measuring its own queue.
+ */
+export function localModelConcurrency(requested: number, workers: number, parallel: number | undefined, agentModel: unknown): number {
+  // a judge-only local model leaves the attempts alone: the judge queue has its own concurrency
+  if (parallel === undefined || !isLocalModel(agentModel)) return requested
+  return Math.min(requested, Math.max(1, Math.ceil((2 * parallel) / workers)))
 }

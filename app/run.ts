@@ -31,7 +31,7 @@ import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { startWorkerPool } from './worker-pool.js'
-import { resolveRunModels, startRunModelServer, type RunModels } from './local-model.js'
+import { localModelConcurrency, resolveRunModels, startRunModelServer, type RunModels } from './local-model.js'
 
 export interface RunOptions {
   /** aborting it (Ctrl-C) cancels the run's workflow; the run is recorded as cancelled */
@@ -253,7 +253,9 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
   const total = tasks.length * opts.attempts
 
   const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
-  const modelEnv = await startRunModelServer(config, localModel, (message) => onEvent({ kind: 'stack', message }))
+  const modelServer = await startRunModelServer(config, localModel, (message) => onEvent({ kind: 'stack', message }))
+  const concurrency = localModelConcurrency(opts.concurrency, opts.workers, modelServer.parallel, plan.adapter_config['model'])
+  if (concurrency < opts.concurrency) onEvent({ kind: 'stack', message: `${concurrency} attempt(s) at once per worker: the model server generates ${modelServer.parallel} at once (FORGE_MODEL_PARALLEL)` })
   const nc = await connectBus(endpoints.natsUrl, 'forge-run')
   const pool = startWorkerPool({
     count: opts.workers,
@@ -261,10 +263,10 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
     natsUrl: endpoints.natsUrl,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    concurrency: opts.concurrency,
+    concurrency,
     logDir: join(config.home, 'logs'),
     runId,
-    env: modelEnv,
+    env: modelServer.env,
   })
   const connection = await Connection.connect({ address: endpoints.temporalAddress })
   const started = Date.now()

@@ -27,6 +27,8 @@ export interface ModelServerEndpoint {
   /** the model it serves (unknown for an external server) */
   model?: string
   pid?: number
+  /** completions it generates at once */
+  parallel?: number
 }
 
 export interface ModelServerSettings {
@@ -105,7 +107,7 @@ export function modelServerWorkerEnv(endpoint: ModelServerEndpoint): Record<stri
 }
 
 function endpointOf(entry: ModelServerEntry): ModelServerEndpoint {
-  return { url: entry.url, key: entry.key, model: entry.model, pid: entry.pid }
+  return { url: entry.url, key: entry.key, model: entry.model, pid: entry.pid, parallel: entry.parallel }
 }
 
 async function startModelServer(config: ForgeConfig, model: { name: string; path: string }, settings: ModelServerSettings): Promise<ModelServerEntry> {

@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { resolveRunModels } from '../../app/local-model.js'
+import { localModelConcurrency, resolveRunModels } from '../../app/local-model.js'
 import { listModels } from '../../app/models.js'
 import { resolveJudgeEndpoint } from '../../engine/judge/client.js'
 import { JudgeConfigError } from '../../engine/judge/errors.js'
@@ -106,6 +106,18 @@ describe('a run with local models', () => {
     )
     expect(() => resolveRunModels({ model: 'local:nope' }, undefined, env)).toThrow(/^--model: unknown local model "nope"/)
     expect(() => resolveRunModels({ model: 'gpt-4o-mini' }, { model: 'local:broken' }, env)).toThrow(/^--judge-model: model local:broken: .* is not a GGUF file/)
+  })
+})
+
+describe('attempts at once against the model server', () => {
+  it('at most twice its parallel sequences over all workers, never below one; untouched for other or external models', () => {
+    expect(localModelConcurrency(50, 1, 2, 'local:smollm2-135m-instruct')).toBe(4)
+    expect(localModelConcurrency(50, 3, 2, 'local')).toBe(2)
+    expect(localModelConcurrency(50, 8, 2, 'local')).toBe(1)
+    expect(localModelConcurrency(3, 1, 2, 'local')).toBe(3)
+    expect(localModelConcurrency(50, 1, undefined, 'local')).toBe(50)
+    // a local judge only: the attempts do not call the model server
+    expect(localModelConcurrency(50, 1, 2, 'mock')).toBe(50)
   })
 })
 
