@@ -154,6 +154,19 @@ describe('forge run --model local', () => {
     expect(stamped?.judge_model).toBe(MODEL)
   })
 
+  it('a model server that died is seen as stale and started again by the next run', async () => {
+    const before = readStackState(stack.home).model!
+    process.kill(before.pid, 'SIGKILL')
+    const deadline = Date.now() + 30_000
+    while (isAlive(before) && Date.now() < deadline) await sleep(50)
+    expect(stackStatus(stack.config).find((s) => s.name === 'model-server')).toEqual({ name: 'model-server', state: 'stopped', detail: `stale pid ${before.pid}` })
+    const report = await runSuite(stack.config, { suite: 'toy_math', adapter: 'single_shot', taskIds: ['precedence'], attempts: 1, workers: 1, concurrency: 1, seed: 'restart', adapterConfig: { model: 'local' } })
+    expect((await attempts(report.run_id)).map((r) => [r.validity, r.model, r.error])).toEqual([['valid', MODEL, '']])
+    const after = readStackState(stack.home).model!
+    expect(after.pid).not.toBe(before.pid)
+    expect(isAlive(after)).toBe(true)
+  })
+
   it('forge stack down stops the model server with the rest', async () => {
     const entry = readStackState(stack.home).model
     expect(isAlive(entry)).toBe(true)
