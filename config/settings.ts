@@ -47,7 +47,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** Every setting, by the name the code uses. */
 /** The parts of `npm run bench` (bench/run-bench.ts), each runnable alone with FORGE_BENCH_ONLY. */
-export const BENCH_PARTS = ['e2e', 'ingest', 'stats', 'report', 'ui'] as const
+export const BENCH_PARTS = ['e2e', 'ingest', 'stats', 'report', 'ui', 'model'] as const
 export type BenchPart = (typeof BENCH_PARTS)[number]
 
 export const SETTINGS = {
@@ -187,6 +187,18 @@ export const SETTINGS = {
   temporalTlsServerName: define({ variable: 'FORGE_TEMPORAL_TLS_SERVER_NAME', description: 'TLS server name override of the Temporal server', fallback: undefined, defaultText: '(unset)', schema: optionalText }),
   temporalApiKey: define({ variable: 'FORGE_TEMPORAL_API_KEY', description: 'API key of a Temporal Cloud namespace', fallback: undefined, defaultText: '(unset)', schema: optionalText, secret: true }),
   commit: define({ variable: 'FORGE_COMMIT', description: 'Commit hash stamped on baselines a sweep promotes', fallback: '', defaultText: '(empty)', schema: text }),
+  localModelUrl: define({ variable: 'FORGE_LOCAL_MODEL_URL', description: "The OpenAI-compatible endpoint (ending in /v1) that serves `local` models; unset: the stack's own model server", fallback: undefined, defaultText: '(unset: the stack starts one)', schema: httpUrl as z.ZodType<string | undefined, string> }),
+  localModelKey: define({ variable: 'FORGE_LOCAL_MODEL_KEY', description: 'The API key of FORGE_LOCAL_MODEL_URL', fallback: undefined, defaultText: '(unset)', schema: optionalText, secret: true }),
+  modelsDir: define({ variable: 'FORGE_MODELS_DIR', description: 'A directory of GGUF models looked in before .models/', fallback: undefined, defaultText: '(unset: .models/ only)', schema: optionalText }),
+  modelParallel: define({ variable: 'FORGE_MODEL_PARALLEL', description: 'Sequences the local model server generates at once', fallback: 2, defaultText: '2', schema: wholeNumber(1, 64) }),
+  modelContext: define({ variable: 'FORGE_MODEL_CONTEXT', description: 'Context size of the local model server, in tokens', fallback: undefined, defaultText: "(unset: the model's own)", schema: wholeNumber(256, 1_048_576) as z.ZodType<number | undefined, string> }),
+  modelThreads: define({ variable: 'FORGE_MODEL_THREADS', description: 'CPU threads of the local model server', fallback: undefined, defaultText: '(unset: half the cores)', schema: wholeNumber(1, 1024) as z.ZodType<number | undefined, string> }),
+  modelPath: define({ variable: 'FORGE_MODEL_PATH', description: 'The model server process: the GGUF file it serves', fallback: undefined, defaultText: '(unset)', schema: optionalText }),
+  modelName: define({ variable: 'FORGE_MODEL_NAME', description: 'The model server process: the name it serves the model under', fallback: 'local', defaultText: 'local', schema: text }),
+  modelPort: define({ variable: 'FORGE_MODEL_PORT', description: 'The model server process: its port (0: any free one)', fallback: undefined, defaultText: '(unset: any free port)', schema: wholeNumber(0, 65535) as z.ZodType<number | undefined, string> }),
+  modelHost: define({ variable: 'FORGE_MODEL_HOST', description: 'The model server process: the address it listens on (a fleet: set FORGE_MODEL_SERVER_KEY too)', fallback: undefined, defaultText: '(unset: 127.0.0.1)', schema: optionalText }),
+  modelServerKey: define({ variable: 'FORGE_MODEL_SERVER_KEY', description: 'The model server process: the API key it requires', fallback: undefined, defaultText: '(unset)', schema: optionalText, secret: true }),
+  benchModel: define({ variable: 'FORGE_BENCH_MODEL', description: 'npm run bench: the local model of the model part', fallback: 'local', defaultText: 'local', schema: text }),
   python: define({ variable: 'FORGE_PYTHON', description: 'The Python interpreter of the pydantic-ai adapter', fallback: 'python3', defaultText: 'python3', schema: text }),
   benchAttempts: define({ variable: 'FORGE_BENCH_ATTEMPTS', description: 'npm run bench: attempts of the end-to-end part', fallback: 1000, defaultText: '1000', schema: wholeNumber(1, 10_000_000) }),
   benchWorkers: define({ variable: 'FORGE_BENCH_WORKERS', description: 'npm run bench: worker processes', fallback: 1, defaultText: '1', schema: wholeNumber(1, 256) }),

@@ -28,6 +28,7 @@ export default class Run extends ForgeCommand {
       description: 'With LLM-judge metrics (needs an OpenAI-compatible judge model server).',
       command: '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
     },
+    '<%= config.bin %> run --suite toy_math --adapter react --model local --attempts 2',
     '<%= config.bin %> run --suite smoke --attempts 3 --log-level calls --log-only tools,faults',
     '<%= config.bin %> run --suite smoke --attempts 5 --log-level steps --log-format jsonl',
   ]
@@ -42,7 +43,10 @@ export default class Run extends ForgeCommand {
     task: Flags.string({ char: 't', summary: 'Only this task (repeatable).', multiple: true }),
     'run-id': Flags.string({ summary: 'Use this run id instead of a generated one.' }),
     'adapter-config': Flags.string({ summary: 'Adapter settings as JSON, e.g. \'{"skill":0.5}\'.' }),
-    model: Flags.string({ char: 'm', summary: 'Model for react, single_shot, langgraph and pydantic-ai (sets "model" in the adapter config).' }),
+    model: Flags.string({
+      char: 'm',
+      summary: 'Model for react, single_shot, langgraph and pydantic-ai (sets "model" in the adapter config); local, local:<name> or local:<file.gguf> runs it on the stack\'s model server.',
+    }),
     'max-in-flight': Flags.integer({ summary: 'Attempt activities pending at once per shard (≤ 500).' }),
     'heartbeat-timeout': Flags.integer({ summary: 'Seconds without a heartbeat before an attempt is retried on another worker.' }),
     'dry-run': Flags.boolean({ summary: 'Validate the suite, resolve the configuration and estimate the token cost; start nothing, call no model.' }),
