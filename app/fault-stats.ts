@@ -1,7 +1,7 @@
 /**
  * Fault statistics of stored runs: recovery rates and the robustness drop of one run (shown by
- * `forge stats`), the recovery curve of a sweep (`forge stats --sweep`, `forge run --fault-sweep`)
- * and two agents' curves compared (`forge compare --sweep A --sweep B`). Counts come from
+ * `forge stats`), the recovery curve of a sweep (`forge stats --fault-sweep`, `forge run --fault-sweep`)
+ * and two agents' curves compared (`forge compare --fault-sweep A --fault-sweep B`). Counts come from
  * ClickHouse (store/fault-queries.ts), figures and tests from core/fault-stats.ts.
  */
 import { compareCurves, recoveryCurve, recoveryFigures, robustnessDrop, type CurveComparison, type RecoveryCurve, type RecoveryFigures, type RobustnessDrop } from '../core/fault-stats.js'

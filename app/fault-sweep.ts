@@ -2,7 +2,7 @@
  * `forge run --fault-sweep 0,0.1,0.2,0.4`: the suite at several fail rates, one run per rate with the
  * profile's every rule set to that rate, the same seed throughout (so the faults of a lower rate are
  * a subset of a higher one's, core/faults.ts), all stamped with one sweep id. The curve is read back
- * from the store, so `forge stats --sweep <id>` draws the same one later.
+ * from the store, so `forge stats --fault-sweep <id>` draws the same one later.
  */
 import { randomBytes } from 'node:crypto'
 import type { FaultProfile } from '../core/contracts/index.js'

@@ -22,6 +22,7 @@ import { loadPriceTable } from '../engine/llm/price-table.js'
 import { loadSuite } from '../engine/suite-loader.js'
 import { observedUsage } from '../store/repositories.js'
 import { parseRunConfig, type RunConfig, type RunConfigInput } from './run-config.js'
+import { resolveRunModels, type RunModels } from './local-model.js'
 import { openReader } from './store-access.js'
 
 /** A run ready to start: its validated configuration, suite, tasks, price table and plan. */
@@ -31,11 +32,16 @@ export interface PlannedRun {
   tasks: Task[]
   priceTable: PriceTable
   plan: RunPlan
+  /** the `local` model the stack's model server must serve, if any */
+  localModel: RunModels['local']
 }
 
 /** Validates the configuration and the suite, loads the price table and builds the plan; starts nothing. */
 export async function planRun(config: ForgeConfig, input: RunConfigInput): Promise<PlannedRun> {
-  const run = parseRunConfig(input)
+  const parsed = parseRunConfig(input)
+  // `--model local` / `--judge-model local`: one GGUF file, recorded as local:<name>
+  const models = resolveRunModels({ ...parsed.adapter_config }, parsed.judge)
+  const run: RunConfig = { ...parsed, adapter_config: models.adapterConfig, ...(models.judge !== undefined ? { judge: models.judge as RunConfig['judge'] } : {}) }
   const adapterCheck = validateAdapterConfig(run.adapter, run.adapter_config)
   if (!adapterCheck.ok) throw new ConfigError(adapterCheck.message)
   const suite = await loadSuite(run.suite)
@@ -75,7 +81,7 @@ export async function planRun(config: ForgeConfig, input: RunConfigInput): Promi
     ...(judge ? { judge } : {}),
     ...(run.faults ? { faults: run.faults } : {}),
   } satisfies z.input<typeof RunPlan>)
-  return { run, suite, tasks, priceTable, plan }
+  return { run, suite, tasks, priceTable, plan, localModel: models.local }
 }
 
 /** The start-to-close limit of one attempt activity: the largest task budget, its judge graders' calls, and a minute of grace. */

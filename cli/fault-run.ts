@@ -59,7 +59,7 @@ export async function runSweep(command: ForgeCommand, config: ForgeConfig, run: 
     command.log('')
     printRecoveryCurve((line) => command.log(line), report.curve)
     const last = report.curve.points[report.curve.points.length - 1]
-    if (last !== undefined) command.log(`at fail rate ${last.rate}: pass ${pct(last.pass.rate)}, recovery ${pct(last.recovery.rate)}; seed ${report.seed}; forge stats --sweep ${report.sweep_id} draws it again`)
+    if (last !== undefined) command.log(`at fail rate ${last.rate}: pass ${pct(last.pass.rate)}, recovery ${pct(last.recovery.rate)}; seed ${report.seed}; forge stats --fault-sweep ${report.sweep_id} draws it again`)
   }
   return report
 }

@@ -207,7 +207,7 @@ export function rowToRun(row: RunRow): RunRecord {
     judge_prompt_version: row.judge_prompt_version,
     stop_width: Number(row.stop_width),
     stopped_tasks: row.stopped_tasks,
-    // a run without faults (or written before migration 7) has no fault stamps
+    // a run without faults (or written before migration 8) has no fault stamps
     ...(row.fault_profile_hash
       ? {
           fault_profile_hash: row.fault_profile_hash,

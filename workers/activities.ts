@@ -20,6 +20,7 @@ import { loadPriceTable } from '../engine/llm/price-table.js'
 import type { Logger } from '../engine/logger.js'
 import { loadSuiteCached } from '../engine/suite-loader.js'
 import { storedTraceOf } from '../engine/trace-store.js'
+import { logAttempt } from '../engine/attempt-log.js'
 
 export interface ActivityDeps {
   nc: NatsConnection
@@ -77,13 +78,16 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         const { grading } = execution
         const result = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
         // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
-        await Promise.all([publishStoredTrace(deps.js, storedTraceOf(execution.result, execution.trace, grading.env, now())), publishAttemptResult(deps.js, result)])
+        const stored = storedTraceOf(execution.result, execution.trace, grading.env, now())
+        await Promise.all([publishStoredTrace(deps.js, stored), publishAttemptResult(deps.js, result)])
+        logAttempt(deps.logger, stored, result)
         publishProgress(deps.nc, input.run_id, {
           attempt_uid: result.attempt_uid,
           task_id: result.task_id,
           attempt: result.attempt,
           outcome: result.outcome,
           failure_bucket: result.failure_bucket,
+          worker_id: deps.workerId,
         })
         return {
           attempt_uid: result.attempt_uid,

@@ -27,7 +27,7 @@ export default class Compare extends ForgeCommand {
     '<%= config.bin %> compare --baseline main@2 --max-cost-increase 0.1 --fdr 0.1',
     {
       description: "Two agents' recovery curves, rate by rate (needs two stored fault sweeps: forge run --fault-sweep prints their ids).",
-      command: '<%= config.bin %> compare --sweep <sweep-id> --sweep <other-sweep-id>',
+      command: '<%= config.bin %> compare --fault-sweep <sweep-id> --fault-sweep <other-sweep-id>',
     },
   ]
   static override args = {
@@ -42,16 +42,17 @@ export default class Compare extends ForgeCommand {
     'min-latency-ms': Flags.string({ summary: `… when it is also at least this many ms (default ${DEFAULT_THRESHOLDS.latency_min_ms}).` }),
     'max-tool-calls-increase': Flags.string({ summary: `Relative increase of tool calls per attempt that is flagged (default ${DEFAULT_THRESHOLDS.tool_calls_increase}) …` }),
     'min-tool-calls': Flags.string({ summary: `… when it is also at least this many calls per attempt (default ${DEFAULT_THRESHOLDS.tool_calls_min}).` }),
-    sweep: Flags.string({ summary: "Compare two agents' recovery curves instead: give two fault sweep ids (forge run --fault-sweep prints them).", multiple: true }),
+    'fault-sweep': Flags.string({ summary: "Compare two agents' recovery curves instead: give two fault sweep ids (forge run --fault-sweep prints them).", multiple: true }),
   }
 
   async run(): Promise<CompareReport | Awaited<ReturnType<typeof compareSweeps>>> {
     const { args, flags } = await this.parse(Compare)
-    if (flags.sweep !== undefined) {
-      if (flags.sweep.length !== 2 || args.run_a !== undefined || flags.baseline !== undefined) throw new ConfigError('--sweep compares recovery curves: give it exactly twice (--sweep A --sweep B) and no runs or --baseline')
+    const faultSweeps = flags['fault-sweep']
+    if (faultSweeps !== undefined) {
+      if (faultSweeps.length !== 2 || args.run_a !== undefined || flags.baseline !== undefined) throw new ConfigError('--fault-sweep compares recovery curves: give it exactly twice (--fault-sweep A --fault-sweep B) and no runs or --baseline')
       const reader = await openReader(resolveConfig())
       try {
-        const curves = await compareSweeps(reader, flags.sweep[0]!, flags.sweep[1]!)
+        const curves = await compareSweeps(reader, faultSweeps[0]!, faultSweeps[1]!)
         if (!this.jsonEnabled()) printCurveComparison((line) => this.log(line), curves.comparison)
         return curves
       } finally {

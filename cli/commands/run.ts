@@ -5,6 +5,7 @@ import { runConfigFromFlags } from '../../app/run-config.js'
 import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
 import { resolveConfig } from '../../config/index.js'
 import { ForgeCommand } from '../base.js'
+import { logFlags, parseLogOptions, runOutput } from '../log-options.js'
 import { usd } from '../format.js'
 import { printRunStats } from '../stats-view.js'
 import { faultFlags, faultsOf, runSweep, type SweepResult } from '../fault-run.js'
@@ -31,8 +32,12 @@ export default class Run extends ForgeCommand {
       description: 'With LLM-judge metrics (needs an OpenAI-compatible judge model server).',
       command: '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
     },
+    '<%= config.bin %> run --suite toy_math --adapter react --model local --attempts 2',
+    '<%= config.bin %> run --suite smoke --attempts 3 --log-level calls --log-only tools,faults',
+    '<%= config.bin %> run --suite smoke --attempts 5 --log-level steps --log-format jsonl',
   ]
   static override flags = {
+    ...logFlags,
     suite: Flags.string({ char: 's', summary: 'Suite name (bundled), directory, or npm package.', default: 'smoke' }),
     adapter: Flags.string({ char: 'a', summary: `Agent adapter: ${adapterNames().join(', ')} (forge adapters list shows each one's --adapter-config).`, default: 'mock' }),
     attempts: Flags.integer({ char: 'n', summary: 'Attempts per task.', default: 5 }),
@@ -42,7 +47,10 @@ export default class Run extends ForgeCommand {
     task: Flags.string({ char: 't', summary: 'Only this task (repeatable).', multiple: true }),
     'run-id': Flags.string({ summary: 'Use this run id instead of a generated one.' }),
     'adapter-config': Flags.string({ summary: 'Adapter settings as JSON, e.g. \'{"skill":0.5}\'.' }),
-    model: Flags.string({ char: 'm', summary: 'Model for react, single_shot, langgraph and pydantic-ai (sets "model" in the adapter config).' }),
+    model: Flags.string({
+      char: 'm',
+      summary: 'Model for react, single_shot, langgraph and pydantic-ai (sets "model" in the adapter config); local, local:<name> or local:<file.gguf> runs it on the stack\'s model server.',
+    }),
     'max-in-flight': Flags.integer({ summary: 'Attempt activities pending at once per shard (≤ 500).' }),
     'heartbeat-timeout': Flags.integer({ summary: 'Seconds without a heartbeat before an attempt is retried on another worker.' }),
     'dry-run': Flags.boolean({ summary: 'Validate the suite, resolve the configuration and estimate the token cost; start nothing, call no model.' }),
@@ -82,10 +90,11 @@ export default class Run extends ForgeCommand {
       interrupt.abort()
     }
     process.on('SIGINT', onInterrupt)
-    const onEvent = (event: RunEvent) => {
-      if (!quiet) this.log(describe(event))
-    }
-    const report = await runSuite(config, runConfig, onEvent, interrupt.signal).finally(() => process.off('SIGINT', onInterrupt))
+    const output = runOutput(parseLogOptions(flags), { out: (line) => this.log(line), err: process.stderr, json: quiet, tty: process.stdout.isTTY === true && process.stderr.isTTY === true, columns: process.stderr.columns }, describe)
+    const report = await runSuite(config, runConfig, output.onEvent, interrupt.signal, output.observe).finally(() => {
+      output.finish()
+      process.off('SIGINT', onInterrupt)
+    })
     if (!quiet) printRunReport(this, report)
     return report
   }

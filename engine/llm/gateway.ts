@@ -7,6 +7,7 @@
  * the attempt's max_tokens budget. Every model-backed adapter, in-process or not, goes through it.
  * With a fault profile, it is also where model faults are injected (engine/faults.ts).
  */
+import { readSetting } from '../../config/index.js'
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -16,6 +17,7 @@ import { costOf, type PriceTable } from '../../core/pricing.js'
 import { MODEL_TOOL } from '../../core/faults.js'
 import { answerModelFault, type AttemptFaults } from '../faults.js'
 import { LlmConfigError } from './errors.js'
+import { isLocalModel } from './local/models.js'
 
 /** Where the gateway forwards to: an OpenAI-compatible base URL (ending in /v1) and its key. */
 export interface LlmUpstream {
@@ -422,8 +424,12 @@ async function relayAnswer(upstream: Response, res: ServerResponse, request: For
   }
 }
 
-/** Resolves the upstream from adapter config (`base_url`, `api_key_env`) and the worker's environment. */
+/**
+ * Resolves the upstream from adapter config (`base_url`, `api_key_env`) and the worker's environment;
+ * a `local` model goes to the stack's model server (FORGE_LOCAL_MODEL_URL, set by `forge run`).
+ */
 export function resolveUpstream(config: Record<string, unknown>, env: NodeJS.ProcessEnv): LlmUpstream {
+  if (config['base_url'] === undefined && isLocalModel(config['model'])) return localModelUpstream(config['model'], env)
   const baseURL = config['base_url'] ?? env['OPENAI_BASE_URL'] ?? 'https://api.openai.com/v1'
   if (typeof baseURL !== 'string' || !/^https?:\/\//.test(baseURL)) {
     throw new LlmConfigError(`adapter config base_url must be an http(s) URL, got ${JSON.stringify(baseURL)}`)
@@ -434,6 +440,19 @@ export function resolveUpstream(config: Record<string, unknown>, env: NodeJS.Pro
   if (config['api_key_env'] !== undefined && !apiKey) {
     throw new LlmConfigError(`adapter config api_key_env names ${keyVariable}, which is not set in the worker's environment`)
   }
+  return apiKey ? { baseURL, apiKey } : { baseURL }
+}
+
+/** The stack's model server, which serves every `local` model (engine/llm/local/server.ts). */
+export function localModelUpstream(model: string, env: NodeJS.ProcessEnv): LlmUpstream {
+  const baseURL = readSetting('localModelUrl', env)
+  if (!baseURL) {
+    throw new LlmConfigError(
+      `model "${model}" runs on the stack's model server, but this worker has no FORGE_LOCAL_MODEL_URL${baseURL ? ` (got ${JSON.stringify(baseURL)})` : ''}: ` +
+        'start the run with forge run (it starts the model server), or set FORGE_LOCAL_MODEL_URL (and FORGE_LOCAL_MODEL_KEY) on the worker',
+    )
+  }
+  const apiKey = readSetting('localModelKey', env)
   return apiKey ? { baseURL, apiKey } : { baseURL }
 }
 

@@ -199,10 +199,10 @@ describe('fault injection on the embedded stack', () => {
     expect(schema.status).toBe(0)
     expect(JSON.parse(schema.stdout)).toMatchObject({ title: 'Forge fault profile', required: ['rules'] })
 
-    const curve = forge(['stats', '--sweep', 'curve-sweep', '--json'], stack.env)
+    const curve = forge(['stats', '--fault-sweep', 'curve-sweep', '--json'], stack.env)
     expect(curve.status).toBe(0)
     expect((JSON.parse(curve.stdout) as { points: { rate: number }[] }).points.map((p) => p.rate)).toEqual([0, 0.3, 0.6])
-    const text = forge(['stats', '--sweep', 'curve-sweep'], stack.env)
+    const text = forge(['stats', '--fault-sweep', 'curve-sweep'], stack.env)
     expect(text.stdout).toMatch(/recovery curve of sweep curve-sweep \(uniform\)/)
 
     const compare = forge(['compare', cleanRun, oneWorker, '--json'], stack.env)
