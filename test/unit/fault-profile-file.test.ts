@@ -1,8 +1,8 @@
 /** Fault profiles from files and flags: loud validation naming file, field and value; the example profiles load. */
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { faultPlanOf, faultsFromFlags, loadFaultProfile, parseSweep, profileHash } from '../../app/faults.js'
 import { FaultProfile } from '../../core/contracts/index.js'
 import { faultProfileJsonSchema } from '../../core/fault-json-schema.js'
@@ -10,6 +10,7 @@ import { validateJson } from '../../core/json-schema.js'
 import { ConfigError } from '../../stack/errors.js'
 
 const dir = mkdtempSync(path.join(tmpdir(), 'forge-faults-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const file = (name: string, text: string) => {
   const p = path.join(dir, name)
   writeFileSync(p, text)
