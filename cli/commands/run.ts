@@ -32,7 +32,7 @@ export default class Run extends ForgeCommand {
       description: 'With LLM-judge metrics (needs an OpenAI-compatible judge model server).',
       command: '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
     },
-    '<%= config.bin %> run --suite toy_math --adapter react --model local --attempts 2',
+    { description: 'A real small model served by the stack, no API key (needs minutes on 2 cores; test/integration/local-model.test.ts runs it).', command: '<%= config.bin %> run --suite toy_math --adapter react --model local --attempts 2' },
     '<%= config.bin %> run --suite smoke --attempts 3 --log-level calls --log-only tools,faults',
     '<%= config.bin %> run --suite smoke --attempts 5 --log-level steps --log-format jsonl',
   ]

@@ -11,9 +11,9 @@ export default class ScheduleCreate extends ForgeCommand {
     'The sweep file is checked (every suite loads, every adapter exists) and stored in the schedule; Temporal starts SweepWorkflow at each time. ' +
     'A night that overruns skips the next start; after an outage Temporal starts what it missed within the last hour. Workers must be running (forge worker, or the fleet).'
   static override examples = [
-    "<%= config.bin %> schedule create sweep.yaml --cron '0 2 * * *'",
-    "<%= config.bin %> schedule create sweep.yaml --id nightly --cron '0 2 * * 1-5' --timezone Europe/Berlin",
-    "<%= config.bin %> schedule create /etc/forge/sweeps/nightly.yaml --id nightly --cron '0 2 * * *' --update",
+    { description: 'Example (needs a sweep file and its schedule; test/integration/sweep.test.ts runs the schedule commands).', command: "<%= config.bin %> schedule create sweep.yaml --cron '0 2 * * *'" },
+    { description: 'Example (needs a sweep file and its schedule; test/integration/sweep.test.ts runs the schedule commands).', command: "<%= config.bin %> schedule create sweep.yaml --id nightly --cron '0 2 * * 1-5' --timezone Europe/Berlin" },
+    { description: 'Example (needs a sweep file and its schedule; test/integration/sweep.test.ts runs the schedule commands).', command: "<%= config.bin %> schedule create /etc/forge/sweeps/nightly.yaml --id nightly --cron '0 2 * * *' --update" },
   ]
   static override args = {
     file: Args.string({ description: 'The sweep file (YAML).', required: true }),

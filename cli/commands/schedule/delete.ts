@@ -5,7 +5,9 @@ import { ForgeCommand } from '../../base.js'
 
 export default class ScheduleDelete extends ForgeCommand {
   static override summary = 'Delete a sweep schedule (sweeps it already started keep running; stored sweeps stay).'
-  static override examples = ['<%= config.bin %> schedule delete nightly']
+  static override examples = [
+    { description: 'Example (needs a sweep file and its schedule; test/integration/sweep.test.ts runs the schedule commands).', command: '<%= config.bin %> schedule delete nightly' },
+  ]
   static override args = {
     id: Args.string({ description: 'The schedule id.', required: true }),
   }

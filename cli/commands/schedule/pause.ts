@@ -6,7 +6,10 @@ import { printSchedules } from '../../sweep-view.js'
 
 export default class SchedulePause extends ForgeCommand {
   static override summary = 'Pause a sweep schedule (or resume it with --unpause).'
-  static override examples = ["<%= config.bin %> schedule pause nightly --note 'model provider outage'", '<%= config.bin %> schedule pause nightly --unpause']
+  static override examples = [
+    { description: 'Example (needs a sweep file and its schedule; test/integration/sweep.test.ts runs the schedule commands).', command: "<%= config.bin %> schedule pause nightly --note 'model provider outage'" },
+    { description: 'Example (needs a sweep file and its schedule; test/integration/sweep.test.ts runs the schedule commands).', command: '<%= config.bin %> schedule pause nightly --unpause' },
+  ]
   static override args = {
     id: Args.string({ description: 'The schedule id.', required: true }),
   }

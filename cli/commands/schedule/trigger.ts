@@ -6,7 +6,10 @@ import { printSchedules } from '../../sweep-view.js'
 
 export default class ScheduleTrigger extends ForgeCommand {
   static override summary = "Start a schedule's sweep now, as if its time had come (also while paused)."
-  static override examples = ['<%= config.bin %> schedule trigger nightly', '<%= config.bin %> schedule trigger nightly --json']
+  static override examples = [
+    { description: 'Example (needs a sweep file and its schedule; test/integration/sweep.test.ts runs the schedule commands).', command: '<%= config.bin %> schedule trigger nightly' },
+    { description: 'Example (needs a sweep file and its schedule; test/integration/sweep.test.ts runs the schedule commands).', command: '<%= config.bin %> schedule trigger nightly --json' },
+  ]
   static override args = {
     id: Args.string({ description: 'The schedule id.', required: true }),
   }

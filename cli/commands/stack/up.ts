@@ -7,7 +7,7 @@ import { table } from '../../format.js'
 
 export default class StackUp extends ForgeCommand {
   static override summary = 'Start the local stack (Temporal dev server, nats-server, ingester) if it is not running.'
-  static override examples = ['<%= config.bin %> stack up', '<%= config.bin %> stack up --json', '<%= config.bin %> stack up --model local']
+  static override examples = ['<%= config.bin %> stack up', '<%= config.bin %> stack up --json', { description: 'With the local model server (needs its model loaded: test/integration/local-model.test.ts starts it).', command: '<%= config.bin %> stack up --model local' }]
   static override flags = {
     model: Flags.string({ summary: 'Also start the model server with this local model (local or local:<name or .gguf path>); runs start it on demand otherwise.' }),
   }

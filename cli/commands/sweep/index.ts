@@ -11,10 +11,10 @@ export default class Sweep extends ForgeCommand {
     'Locally it brings up the stack and starts --workers worker processes; against a fleet (FORGE_TEMPORAL_ADDRESS and FORGE_NATS_URL set) ' +
     'the default is --workers 0: the fleet runs the cells. Exits 6 when a cell regressed, 1 when a cell failed.'
   static override examples = [
-    '<%= config.bin %> sweep sweep.yaml',
-    '<%= config.bin %> sweep sweep.yaml --workers 2 --concurrency 100 --json',
-    'FORGE_TEMPORAL_ADDRESS=temporal:7233 FORGE_NATS_URL=nats://nats:4222 <%= config.bin %> sweep /etc/forge/sweeps/nightly.yaml --workers 0',
-    '<%= config.bin %> sweep sweep.yaml --detach',
+    { description: 'Example (needs a sweep file; test/integration/sweep.test.ts runs sweeps).', command: '<%= config.bin %> sweep sweep.yaml' },
+    { description: 'Example (needs a sweep file; test/integration/sweep.test.ts runs sweeps).', command: '<%= config.bin %> sweep sweep.yaml --workers 2 --concurrency 100 --json' },
+    { description: 'Example (needs a sweep file; test/integration/sweep.test.ts runs sweeps).', command: 'FORGE_TEMPORAL_ADDRESS=temporal:7233 FORGE_NATS_URL=nats://nats:4222 <%= config.bin %> sweep /etc/forge/sweeps/nightly.yaml --workers 0' },
+    { description: 'Example (needs a sweep file; test/integration/sweep.test.ts runs sweeps).', command: '<%= config.bin %> sweep sweep.yaml --detach' },
   ]
   static override args = {
     file: Args.string({ description: 'The sweep file (YAML).', required: true }),

@@ -8,7 +8,11 @@ import { printSweep } from '../../sweep-view.js'
 
 export default class SweepShow extends ForgeCommand {
   static override summary = 'Show a sweep: every cell, its run, its baseline and its verdict (the morning answer).'
-  static override examples = ['<%= config.bin %> sweep show', '<%= config.bin %> sweep show latest:nightly --json', '<%= config.bin %> sweep show nightly-20261201T020000Z-1a2b --exit-code']
+  static override examples = [
+    { description: 'Example (needs a stored sweep; test/integration/sweep.test.ts runs it).', command: '<%= config.bin %> sweep show' },
+    { description: 'Example (needs a stored sweep; test/integration/sweep.test.ts runs it).', command: '<%= config.bin %> sweep show latest:nightly --json' },
+    { description: 'Example (needs a stored sweep; test/integration/sweep.test.ts runs it).', command: '<%= config.bin %> sweep show nightly-20261201T020000Z-1a2b --exit-code' },
+  ]
   static override args = {
     ref: Args.string({ description: 'latest, latest:<sweep name>, or a sweep id.', default: 'latest' }),
   }
