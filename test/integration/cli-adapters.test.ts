@@ -66,7 +66,7 @@ describe('forge run and the adapters', () => {
 
   it('refuses a bad --adapter-config before anything starts, naming the field (exit 2)', () => {
     const cases: [string[], string][] = [
-      [['--adapter-config', '{"skil":0.5}'], 'invalid --adapter-config for adapter "mock": skil: unknown field (known: decoding, delay_ms, failure_modes, model, price_table, skill, task_skill)'],
+      [['--adapter-config', '{"skil":0.5}'], 'invalid --adapter-config for adapter "mock": skil: unknown field (known: decoding, delay_ms, failure_modes, model, price_table, retries, skill, task_skill)'],
       [['--adapter', 'react'], 'invalid --adapter-config for adapter "react": model: required (forge run --model NAME, or "model" in --adapter-config)'],
       [['--adapter', 'subprocess', '--adapter-config', '{"command":"node agent.mjs"}'], 'invalid --adapter-config for adapter "subprocess": command: Invalid input: expected array, received string'],
     ]
@@ -90,7 +90,7 @@ describe('forge replay', () => {
     const r = forge(['replay', '--help'], env)
     expect(r.status).toBe(0)
     expect(r.stdout).toMatch(/USAGE\s+\$ forge replay \[--json\] \[-r <value>\] \[--dry-run\]/)
-    expect(r.stdout).toContain('$ forge replay --run-id r20261130024500-a1b2c3')
+    expect(r.stdout).toContain('$ forge replay --run-id <run-id>')
     expect(r.stdout).toContain('forge regrade under another name')
   })
 })
