@@ -127,11 +127,25 @@ export const subprocessAdapter: AgentAdapter = {
   invoke: (payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput> => runSubprocessAgent(payload, ctx, parseSubprocessConfig(ctx.config), 'subprocess'),
 }
 
+/** What adapters built on this one (pydantic-ai, module) add to a sandbox. */
+export interface SubprocessSandboxExtras {
+  /** more host paths the agent may read (a module's node_modules) */
+  readOnly?: string[]
+  /** 'agent': the agent's own process serves the tool/LLM ports (the module host) */
+  forwarder?: 'process' | 'agent'
+}
+
 /**
  * Runs one attempt of a subprocess agent with a parsed config; `adapter` names the adapter in notes
- * (pydantic-ai runs its bridge through here).
+ * (pydantic-ai and the sandboxed module adapter run through here).
  */
-export async function runSubprocessAgent(payload: InvocationPayload, ctx: AdapterContext, config: SubprocessConfig, adapter: string): Promise<AdapterOutput> {
+export async function runSubprocessAgent(
+  payload: InvocationPayload,
+  ctx: AdapterContext,
+  config: SubprocessConfig,
+  adapter: string,
+  extras: SubprocessSandboxExtras = {},
+): Promise<AdapterOutput> {
     const started = performance.now()
     let ignoredBudget!: () => void
     const budgetIgnored = new Promise<void>((resolveIgnored) => (ignoredBudget = resolveIgnored))
@@ -164,6 +178,8 @@ export async function runSubprocessAgent(payload: InvocationPayload, ctx: Adapte
           protectedPaths: [...(ctx.suitePath !== undefined ? [ctx.suitePath] : []), forgeHomeOf(process.env)],
           ports,
           ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
+          ...(extras.readOnly !== undefined ? { readOnly: extras.readOnly } : {}),
+          ...(extras.forwarder !== undefined ? { forwarder: extras.forwarder } : {}),
         })
         launch = { argv: sandbox.argv, cwd: sandbox.spawnCwd, env: sandbox.env, sandboxed: true }
       } else {

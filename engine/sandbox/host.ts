@@ -25,6 +25,7 @@ import {
   SANDBOX_SETUP_EXIT,
   SANDBOX_STARTED_MARK,
   skeletonEntries,
+  forwardSpecs,
   SYSTEM_PATHS,
   type ReadOnlyPath,
   type SandboxLayout,
@@ -65,6 +66,8 @@ export interface SandboxRequest {
   readOnly?: string[]
   /** a working directory the config named: visible read-only and the agent's cwd */
   cwd?: string
+  /** 'agent': the agent's process serves the ports itself (the module host), from FORGE_SANDBOX_FORWARDS; default a forwarder process */
+  forwarder?: 'process' | 'agent'
 }
 
 /** A prepared sandbox: spawn `argv` (with a pipe as fd 3) instead of the agent; close it after. */
@@ -192,6 +195,7 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
       cleanups.push(() => removeCgroup(dir))
       cgroupProcs.push(path.join(dir, 'cgroup.procs'))
     }
+    const forwards = request.ports.map((port) => ({ port, socket: `${port}.sock` }))
     const agentCwd = request.cwd !== undefined ? realpathSync(request.cwd) : SANDBOX_SCRATCH
     const layout: SandboxLayout = {
       root,
@@ -205,7 +209,8 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
       maxPids: settings.max_pids,
       tmpfsMb: settings.tmpfs_mb,
       cwd: agentCwd,
-      forwards: request.ports.map((port) => ({ port, socket: `${port}.sock` })),
+      forwards,
+      forwarder: request.forwarder ?? 'process',
       node: process.execPath,
       tools: { mount: found.tools.mount, umount: found.tools.umount, pivotRoot: found.tools.pivotRoot, setpriv: found.tools.setpriv, ip: found.tools.ip ?? 'ip' },
     }
@@ -215,7 +220,12 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
     const [program, ...args] = launcherArgv({ userNamespace: found.userNamespace, initScript: init, command: request.command, setpriv: found.tools.setpriv, unshare: found.tools.unshare }) as [string, ...string[]]
     return {
       argv: [program, ...args],
-      env: { ...request.env, HOME: SANDBOX_SCRATCH, TMPDIR: SANDBOX_SCRATCH },
+      env: {
+        ...request.env,
+        HOME: SANDBOX_SCRATCH,
+        TMPDIR: SANDBOX_SCRATCH,
+        ...(request.forwarder === 'agent' && forwards.length > 0 ? { FORGE_SANDBOX_FORWARDS: forwardSpecs(forwards) } : {}),
+      },
       spawnCwd: base,
       agentCwd,
       enforced: {

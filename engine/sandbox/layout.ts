@@ -25,6 +25,11 @@ export const SANDBOX_SOCKET_DIR = `${SANDBOX_FORGE_DIR}/sock`
 export const SANDBOX_SCRATCH = '/tmp'
 /** Where pivot_root parks the host's root until it is detached (an empty directory afterwards). */
 export const SANDBOX_OLD_ROOT = `${SANDBOX_FORGE_DIR}/old`
+/** The forwards as the module host reads them (env FORGE_SANDBOX_FORWARDS): `PORT=SOCKET,…`. */
+export function forwardSpecs(forwards: SandboxLayout['forwards']): string {
+  return forwards.map((f) => `${f.port}=${SANDBOX_SOCKET_DIR}/${f.socket}`).join(',')
+}
+
 /** Exit status of the init when the sandbox could not be set up (before the agent started). */
 export const SANDBOX_SETUP_EXIT = 125
 /** What the init writes to fd 3 right before it starts the agent. */
@@ -66,6 +71,8 @@ export interface SandboxLayout {
   cwd: string
   /** 127.0.0.1 ports served inside by the forwarder, each to a socket in SANDBOX_SOCKET_DIR */
   forwards: Array<{ port: number; socket: string }>
+  /** who serves the forwards: a forwarder process the init starts, or the agent's own host process (the module host) */
+  forwarder: 'process' | 'agent'
   /** node binary (a path visible inside) that runs the forwarder, when there are forwards */
   node: string
   /** absolute paths of the host programs the init runs (all under the read-only system directories) */
@@ -222,7 +229,7 @@ export function initScript(layout: SandboxLayout): string {
     '--no-new-privs',
     '--',
   ].join(' ')
-  if (layout.forwards.length > 0) {
+  if (layout.forwards.length > 0 && layout.forwarder === 'process') {
     const specs = layout.forwards.map((f) => q(`${f.port}=${SANDBOX_SOCKET_DIR}/${f.socket}`)).join(' ')
     // the forwarder says "ready" on fd 4 once it listens; the agent starts only then
     lines.push(

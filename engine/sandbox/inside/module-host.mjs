@@ -1,22 +1,24 @@
 // Runs a `module` adapter agent inside the agent sandbox: a child process per attempt that speaks
 // the JSON-lines agent protocol (core/agent-protocol.ts) on stdio, like any subprocess agent.
 //
-//   node module-host.mjs <module file> [export] [isolation]
+//   node module-host.mjs <module file> <export, or - for default/agent> <isolation>
 //
 // It reads the payload, imports the agent module, makes the agent (an object with invoke, or a
 // factory of one), calls invoke(payload, tools, context) with tools that send tool_call lines and
 // await their tool_result, and writes the answer as the final line. context.llm() is the attempt's
-// LLM gateway (FORGE_LLM_BASE_URL / FORGE_LLM_API_KEY, taken out of the environment before the
-// agent module loads); context.signal aborts on SIGTERM. Imports only Node's own modules.
+// LLM gateway (OPENAI_BASE_URL / OPENAI_API_KEY, taken out of the environment before the agent
+// module loads); context.signal aborts on SIGTERM. It also serves the sandbox's forwards itself
+// (FORGE_SANDBOX_FORWARDS), saving a forwarder process. Imports only Node's own modules.
 import { createInterface } from 'node:readline'
 import { pathToFileURL } from 'node:url'
+import { parseForwardSpecs, startForwarders } from './forwarder.mjs'
 
 const [file, exportName, isolation] = process.argv.slice(2)
-const llm = { baseURL: process.env.FORGE_LLM_BASE_URL ?? '', apiKey: process.env.FORGE_LLM_API_KEY ?? '' }
+const llmEndpoint = process.env.OPENAI_BASE_URL === undefined ? undefined : { baseURL: process.env.OPENAI_BASE_URL, apiKey: process.env.OPENAI_API_KEY ?? '' }
 const seed = Number(process.env.FORGE_AGENT_SEED ?? '0')
-delete process.env.FORGE_LLM_BASE_URL
-delete process.env.FORGE_LLM_API_KEY
-delete process.env.FORGE_AGENT_SEED
+const forwards = process.env.FORGE_SANDBOX_FORWARDS
+for (const name of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'FORGE_AGENT_SEED', 'FORGE_SANDBOX_FORWARDS']) delete process.env[name]
+if (forwards) await startForwarders(parseForwardSpecs(forwards.split(',')))
 
 const write = (message) => process.stdout.write(`${JSON.stringify(message)}\n`)
 const fail = (message) => {
@@ -64,7 +66,7 @@ try {
 }
 let exported
 let where
-if (exportName !== undefined && exportName !== '') {
+if (exportName !== undefined && exportName !== '-') {
   if (!(exportName in namespace)) fail(`${url} has no export "${exportName}" (it exports: ${Object.keys(namespace).join(', ') || 'nothing'})`)
   exported = namespace[exportName]
   where = `export "${exportName}" of ${url}`
@@ -93,7 +95,14 @@ const tools = {
     })
   },
 }
-const context = { signal: controller.signal, seed, llm: async () => ({ ...llm }) }
+const context = {
+  signal: controller.signal,
+  seed,
+  llm: async () => {
+    if (llmEndpoint === undefined) throw new Error('no LLM gateway for this agent: the module adapter config says "llm": false')
+    return { ...llmEndpoint }
+  },
+}
 const returned = await agent.invoke(first.payload, tools, context)
 const final = { type: 'final' }
 if (typeof returned === 'object' && returned !== null && !Array.isArray(returned) && Object.hasOwn(returned, 'output')) {
