@@ -28,6 +28,9 @@ import { priceTableFor } from '../engine/llm/price-table.js'
 import { loadSuite } from '../engine/suite-loader.js'
 import { adapters, validateAdapterConfig } from '../engine/adapters/index.js'
 import { judgeTaskQueue } from '../engine/judge/queue.js'
+import { isolationOf, sandboxRequested } from '../engine/sandbox/config.js'
+import { SandboxUnavailableError } from '../engine/sandbox/errors.js'
+import { sandboxSupport } from '../engine/sandbox/host.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
@@ -77,6 +80,8 @@ export interface RunReport extends RunStats {
   seed: string
   suite: string
   adapter: string
+  /** how agent code was isolated (engine/sandbox/config.ts isolationOf); '' when the adapter runs none */
+  isolation: string
   expected_attempts: number
   not_executed: number
   wall_ms: number
@@ -104,6 +109,7 @@ async function prepareRun(opts: RunOptions): Promise<PreparedRun> {
   else if (typeof adapterConfig['price_table'] === 'string') adapterConfig['price_table'] = resolve(adapterConfig['price_table'])
   const adapterCheck = validateAdapterConfig(opts.adapter, adapterConfig)
   if (!adapterCheck.ok) throw new ConfigError(adapterCheck.message)
+  await requireSandboxFor(opts.adapter, adapterConfig)
   let priceTable: PriceTable
   try {
     priceTable = await priceTableFor(adapterConfig)
@@ -300,6 +306,7 @@ export async function runSuite(config: ForgeConfig, opts: RunOptions, onEvent: (
         seed,
         suite: suite.name,
         adapter: opts.adapter,
+        isolation: isolationOf(opts.adapter, plan.adapter_config),
         expected_attempts: scheduled,
         not_executed: result.tally.not_executed,
         wall_ms: wallMs,
@@ -325,6 +332,13 @@ function rootMessage(error: Error): string {
   let current: unknown = error
   while (current instanceof Error && current.cause instanceof Error) current = current.cause
   return current instanceof Error ? current.message : String(current)
+}
+
+/** Refuses a run whose agents are to be sandboxed on a machine that cannot make a sandbox (exit 2, saying why and about --no-sandbox). */
+async function requireSandboxFor(adapter: string, adapterConfig: Record<string, unknown>): Promise<void> {
+  if (!sandboxRequested(adapter, adapterConfig)) return
+  const sandbox = await sandboxSupport()
+  if (!sandbox.ok) throw new ConfigError(new SandboxUnavailableError(sandbox.reason).message)
 }
 
 function validateRunOptions(opts: RunOptions): void {

@@ -133,7 +133,7 @@ async function statsAtScale(rows: number): Promise<void> {
         {
           run_id: runId, suite: 'bench', suite_path: '', adapter: 'mock', config_id: 'c0', attempts: rows / 100, task_count: 100, seed: '',
           status: 'completed', started_at: at, finished_at: at, updated_at: at, price_table_version: 'bench', price_table_date: '2026-11-30',
-          suite_hash: '', judge_model: '', judge_prompt_version: '', stop_width: 0, stopped_tasks: [],
+          suite_hash: '', judge_model: '', judge_prompt_version: '', stop_width: 0, stopped_tasks: [], isolation: '',
         },
       ])
     }

@@ -81,6 +81,8 @@ export interface RunRow {
   judge_prompt_version: string
   stop_width: number
   stopped_tasks: string[]
+  /** absent in rows read before migration 7 */
+  isolation?: string
 }
 
 export interface BaselineRow {
@@ -169,6 +171,7 @@ export function runToRow(r: RunRecord): RunRow {
     judge_prompt_version: r.judge_prompt_version,
     stop_width: r.stop_width,
     stopped_tasks: r.stopped_tasks,
+    isolation: r.isolation,
   }
 }
 
@@ -193,6 +196,7 @@ export function rowToRun(row: RunRow): RunRecord {
     judge_prompt_version: row.judge_prompt_version,
     stop_width: Number(row.stop_width),
     stopped_tasks: row.stopped_tasks,
+    isolation: row.isolation ?? '',
   }
 }
 

@@ -246,6 +246,12 @@ export const migrations: readonly Migration[] = [
       'ALTER TABLE attempts DROP COLUMN IF EXISTS grading_version',
     ],
   },
+  {
+    version: 7,
+    name: 'issue 10: runs.isolation (sandbox, unsandboxed, in-process)',
+    up: [`ALTER TABLE runs ADD COLUMN IF NOT EXISTS isolation LowCardinality(String) DEFAULT ''`],
+    down: ['ALTER TABLE runs DROP COLUMN IF EXISTS isolation'],
+  },
 ]
 
 /** Applies every migration newer than the recorded version, in order; safe to call on every start. */

@@ -3,6 +3,7 @@ import { adapterNames } from '../../engine/adapters/index.js'
 import { dryRun, runSuite, type DryRunReport, type RunEvent, type RunOptions, type RunReport } from '../../app/run.js'
 import { resolveConfig } from '../../stack/config.js'
 import { ConfigError } from '../../stack/errors.js'
+import { SANDBOXED_ADAPTERS, unsandboxedNote } from '../../engine/sandbox/config.js'
 import { ForgeCommand } from '../base.js'
 import { usd } from '../format.js'
 import { printRunStats } from '../stats-view.js'
@@ -53,6 +54,9 @@ export default class Run extends ForgeCommand {
     'golden-divergence': Flags.boolean({ summary: 'Tier 2: localize failed attempts of tasks with a golden trace (default on with --judge-model).', allowNo: true, default: true }),
     'judge-max-tokens': Flags.integer({ summary: 'Completion tokens per judge call (default 512).', min: 1 }),
     'judge-temperature': Flags.string({ summary: 'Judge sampling temperature (default 0).' }),
+    'no-sandbox': Flags.boolean({
+      summary: 'Run subprocess, pydantic-ai and module agents without the sandbox (module agents in the worker process); every attempt is marked degraded.',
+    }),
   }
 
   async run(): Promise<RunReport | DryRunReport> {
@@ -69,6 +73,13 @@ export default class Run extends ForgeCommand {
       }
     }
     if (flags.model !== undefined) adapterConfig = { ...adapterConfig, model: flags.model }
+    if (flags['no-sandbox']) {
+      if (!SANDBOXED_ADAPTERS.includes(flags.adapter)) {
+        throw new ConfigError(`--no-sandbox applies only to adapters that run agent code (${SANDBOXED_ADAPTERS.join(', ')}), not "${flags.adapter}"`)
+      }
+      adapterConfig = { ...adapterConfig, sandbox: false }
+      this.warn(`--no-sandbox: ${unsandboxedNote(flags.adapter)}; every attempt of this run is marked degraded`)
+    }
     const quiet = this.jsonEnabled()
     const stopWidth = flags['stop-at-width'] === undefined ? undefined : Number(flags['stop-at-width'])
     if (stopWidth !== undefined && !(stopWidth > 0 && stopWidth < 1)) {

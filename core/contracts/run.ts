@@ -107,6 +107,8 @@ export const RunRecord = z.object({
   stop_width: z.number().nonnegative().default(0),
   /** tasks a sequential run stopped early because their interval was narrow enough */
   stopped_tasks: z.array(z.string()).default([]),
+  /** how agent code was isolated: sandbox, unsandboxed (--no-sandbox), in-process (module, sandbox: false); '' when the adapter runs none */
+  isolation: z.string().default(''),
 })
 export type RunRecord = z.infer<typeof RunRecord>
 

@@ -47,3 +47,13 @@ export const SANDBOXED_ADAPTERS: readonly string[] = ['subprocess', 'pydantic-ai
 export function sandboxRequested(adapter: string, config: Record<string, unknown>): boolean {
   return SANDBOXED_ADAPTERS.includes(adapter) && config['sandbox'] !== false
 }
+
+/**
+ * How a run's agent code was isolated, stamped on the run: `sandbox`, `unsandboxed` (--no-sandbox),
+ * `in-process` (a module agent with sandbox: false), or '' for adapters that run no agent code.
+ */
+export function isolationOf(adapter: string, config: Record<string, unknown>): '' | 'sandbox' | 'unsandboxed' | 'in-process' {
+  if (!SANDBOXED_ADAPTERS.includes(adapter)) return ''
+  if (config['sandbox'] !== false) return 'sandbox'
+  return adapter === 'module' ? 'in-process' : 'unsandboxed'
+}

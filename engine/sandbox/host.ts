@@ -38,6 +38,8 @@ export interface SandboxTools {
   mount: string
   umount: string
   pivotRoot: string
+  mkdir: string
+  ln: string
   ip: string | undefined
 }
 
@@ -100,14 +102,22 @@ export async function requireSandbox(): Promise<Extract<SandboxSupport, { ok: tr
   return found
 }
 
-async function probeSandbox(): Promise<SandboxSupport> {
+/** Checks (uncached) whether a sandbox can be made with the binaries `env` points at, by making one. */
+export async function probeSandbox(env: NodeJS.ProcessEnv = process.env): Promise<SandboxSupport> {
   if (process.platform !== 'linux') return { ok: false, reason: `${process.platform} has no Linux namespaces` }
-  const searchPath = `${process.env['PATH'] ?? ''}:/usr/sbin:/usr/bin:/sbin:/bin`
-  const required = ['setpriv', 'unshare', 'mount', 'umount', 'pivot_root'].map((name) => [name, findProgram(name, searchPath)] as const)
+  const searchPath = `${env['PATH'] ?? ''}:/usr/sbin:/usr/bin:/sbin:/bin`
+  // FORGE_UNSHARE_BIN / FORGE_SETPRIV_BIN name the binaries where they are not on PATH
+  const overrides: Record<string, string | undefined> = { unshare: env['FORGE_UNSHARE_BIN'], setpriv: env['FORGE_SETPRIV_BIN'] }
+  for (const [name, given] of Object.entries(overrides)) {
+    if (given !== undefined && given !== '' && findProgram(path.basename(given), path.dirname(path.resolve(given))) === undefined) {
+      return { ok: false, reason: `FORGE_${name.toUpperCase()}_BIN=${given} is not an executable file` }
+    }
+  }
+  const required = ['setpriv', 'unshare', 'mount', 'umount', 'pivot_root', 'mkdir', 'ln'].map((name) => [name, overrides[name] ? path.resolve(overrides[name]) : findProgram(name, searchPath)] as const)
   const missing = required.filter(([, found]) => found === undefined).map(([name]) => name)
-  if (missing.length > 0) return { ok: false, reason: `${missing.join(', ')} not found on PATH (Debian packages util-linux and mount)` }
-  const [setpriv, unshare, mount, umount, pivotRoot] = required.map(([, found]) => found as string) as [string, string, string, string, string]
-  const tools: SandboxTools = { setpriv, unshare, mount, umount, pivotRoot, ip: findProgram('ip', searchPath) }
+  if (missing.length > 0) return { ok: false, reason: `${missing.join(', ')} not found on PATH (Debian packages util-linux, mount and coreutils)` }
+  const [setpriv, unshare, mount, umount, pivotRoot, mkdir, ln] = required.map(([, found]) => found as string) as [string, string, string, string, string, string, string]
+  const tools: SandboxTools = { setpriv, unshare, mount, umount, pivotRoot, mkdir, ln, ip: findProgram('ip', searchPath) }
   const userNamespace = process.getuid?.() !== 0
   const cgroups = userNamespace ? { memory: undefined, pids: undefined } : cgroupSupport()
   const candidate = { ok: true as const, tools, userNamespace, cgroups }
@@ -153,6 +163,19 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
   const guarded = request.protectedPaths.filter((p) => existsSync(p)).map((p) => ({ path: realpathSync(p), kind: statSync(p).isDirectory() ? ('dir' as const) : ('file' as const) }))
   const check = protectedPathsCheck(readOnly.paths, guarded)
   if (!check.ok) throw new SandboxConfigError(`sandbox: ${check.problem}`)
+  if (!found.userNamespace) {
+    // the agent runs as a uid of its own: what it needs must be readable by anyone
+    for (const entry of readOnly.paths) {
+      const mode = statSync(entry.path).mode
+      const needed = entry.kind === 'dir' ? 0o005 : 0o004
+      if ((mode & needed) !== needed) {
+        throw new SandboxConfigError(
+          `sandbox: the agent needs ${entry.path}, which other users cannot read (mode ${(mode & 0o777).toString(8).padStart(4, '0')}); ` +
+            'the agent runs as an unprivileged user of its own: make it readable (chmod o+rX) or run with --no-sandbox',
+        )
+      }
+    }
+  }
   if (request.ports.length > 0 && found.tools.ip === undefined) throw new SandboxUnavailableError('ip (Debian package iproute2) not found: the sandbox cannot bring up its loopback for the tool endpoint / LLM gateway')
 
   const base = path.join(tmpdir(), `forge-sandbox-${id}`)
@@ -212,7 +235,7 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
       forwards,
       forwarder: request.forwarder ?? 'process',
       node: process.execPath,
-      tools: { mount: found.tools.mount, umount: found.tools.umount, pivotRoot: found.tools.pivotRoot, setpriv: found.tools.setpriv, ip: found.tools.ip ?? 'ip' },
+      tools: { ...found.tools, ip: found.tools.ip ?? 'ip' },
     }
     buildSkeleton(layout)
     const init = path.join(base, 'init.sh')

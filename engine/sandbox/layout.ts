@@ -76,7 +76,7 @@ export interface SandboxLayout {
   /** node binary (a path visible inside) that runs the forwarder, when there are forwards */
   node: string
   /** absolute paths of the host programs the init runs (all under the read-only system directories) */
-  tools: { mount: string; umount: string; pivotRoot: string; setpriv: string; ip: string }
+  tools: { mount: string; umount: string; pivotRoot: string; setpriv: string; ip: string; mkdir: string; ln: string }
 }
 
 /** What the host creates in the skeleton before the init runs: mountpoints and symlinks. */
@@ -88,8 +88,17 @@ export interface SkeletonEntry {
   to?: string
 }
 
-/** The skeleton: every mountpoint (directory or empty file) and symlink, parents before children. */
+/** The skeleton: every mountpoint (directory or empty file) and symlink, parents before children; none under the scratch tmpfs. */
 export function skeletonEntries(layout: SandboxLayout): SkeletonEntry[] {
+  return allEntries(layout).filter((e) => !isInside(e.path, SANDBOX_SCRATCH))
+}
+
+/** Mountpoints under the scratch tmpfs (an agent or suite living in /tmp): made by the init once the tmpfs is mounted. */
+export function scratchMountpoints(layout: SandboxLayout): SkeletonEntry[] {
+  return allEntries(layout).filter((e) => isInside(e.path, SANDBOX_SCRATCH))
+}
+
+function allEntries(layout: SandboxLayout): SkeletonEntry[] {
   const entries = new Map<string, SkeletonEntry>()
   const dir = (p: string): void => {
     for (const parent of ancestors(p)) if (!entries.has(parent)) entries.set(parent, { path: parent, kind: 'dir' })
@@ -202,6 +211,15 @@ export function initScript(layout: SandboxLayout): string {
   for (const procs of layout.cgroupProcs) lines.push(`echo $$ > ${q(procs)} || fail ${q(`cannot join ${procs}`)}`)
   // the skeleton becomes a read-only mount of its own (pivot_root needs a mountpoint)
   lines.push(`${mount} --bind -o ro ${R('')} ${R('')}`)
+  const owner = layout.uid !== undefined ? `,uid=${layout.uid},gid=${layout.uid}` : ''
+  lines.push(`${mount} -t tmpfs -o nosuid,nodev,size=${layout.tmpfsMb}m,mode=0700${owner} forge-scratch ${R(SANDBOX_SCRATCH)}`)
+  const underScratch = scratchMountpoints(layout)
+  const scratchDirs = underScratch.filter((e) => e.kind === 'dir').map((e) => R(e.path))
+  if (scratchDirs.length > 0) lines.push(`${q(t.mkdir)} -p ${scratchDirs.join(' ')}`)
+  for (const entry of underScratch) {
+    if (entry.kind === 'file') lines.push(`: > ${R(entry.path)}`)
+    else if (entry.kind === 'symlink') lines.push(`${q(t.ln)} -s ${q(entry.to ?? '/')} ${R(entry.path)}`)
+  }
   for (const bind of topLevelBinds(layout.readOnly)) lines.push(`${mount} --bind -o ro,nosuid,nodev ${q(bind.path)} ${R(bind.path)}`)
   for (const { source, target } of layout.files) lines.push(`${mount} --bind -o ro,nosuid,nodev ${q(source)} ${R(target)}`)
   for (const hidden of layout.hide) {
@@ -213,8 +231,6 @@ export function initScript(layout: SandboxLayout): string {
   }
   for (const device of SANDBOX_DEVICES) lines.push(`${mount} --bind /dev/${device} ${R(`/dev/${device}`)}`)
   if (layout.socketDir !== undefined) lines.push(`${mount} --bind -o nosuid,nodev,noexec ${q(layout.socketDir)} ${R(SANDBOX_SOCKET_DIR)}`)
-  const owner = layout.uid !== undefined ? `,uid=${layout.uid},gid=${layout.uid}` : ''
-  lines.push(`${mount} -t tmpfs -o nosuid,nodev,size=${layout.tmpfsMb}m,mode=0700${owner} forge-scratch ${R(SANDBOX_SCRATCH)}`)
   if (layout.forwards.length > 0) lines.push(`${q(t.ip)} link set lo up`)
   // pivot into the new root and drop the old one: nothing of the host's tree stays reachable
   lines.push(`${mount} -t proc -o nosuid,nodev,noexec proc ${R('/proc')}`)
