@@ -1,6 +1,6 @@
 import { Command } from '@oclif/core'
 import { ConfigError, MissingBinaryError, StackStartError } from '../stack/errors.js'
-import { BusError, StoreError } from '../store/errors.js'
+import { BusError, QueryRefusedError, StoreError } from '../store/errors.js'
 import { SuiteLoadError } from '../engine/errors.js'
 
 /** Exit codes a script can branch on; `regression` is forge compare's "a regression was found". */
@@ -13,7 +13,7 @@ export abstract class ForgeCommand extends Command {
   protected override async catch(error: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<unknown> {
     if (error.oclif) return super.catch(error)
     const exit =
-      error instanceof SuiteLoadError || error instanceof ConfigError
+      error instanceof SuiteLoadError || error instanceof ConfigError || error instanceof QueryRefusedError
         ? EXIT.badInput
         : error instanceof MissingBinaryError
           ? EXIT.missingBinary

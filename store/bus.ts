@@ -119,8 +119,11 @@ export { jetstream }
 export interface StoreQueryRequest {
   sql: string
   params?: Record<string, unknown>
+  /** the read's time limit (the ingester caps it) */
+  timeout_s?: number
 }
-export type StoreQueryReply = { ok: true; rows: unknown[] } | { ok: false; error: string }
+/** `refused`: the read was refused before it ran (QueryRefusedError), not failed */
+export type StoreQueryReply = { ok: true; rows: unknown[] } | { ok: false; error: string; refused?: boolean }
 
 /** An attempt_uid as one subject token: base64url (no `.`, `*` or `>`), stable and reversible. */
 export function traceKey(attemptUid: string): string {

@@ -3,6 +3,11 @@ export class StoreError extends Error {
   override name = 'StoreError'
 }
 
+/** Thrown when a read is refused before it reaches ClickHouse (a write, a file or URL table function, INTO OUTFILE); says why. */
+export class QueryRefusedError extends StoreError {
+  override name = 'QueryRefusedError'
+}
+
 /** Thrown when the embedded chDB directory is owned by another process and no owner answers over NATS. */
 export class StoreLockedError extends StoreError {
   override name = 'StoreLockedError'

@@ -16,7 +16,10 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   const applied = await migrate(store)
   const nc = await connectBus(natsUrl, 'forge-ingester')
   await ensureResultsStream(nc)
-  const ingester = await startIngester({ nc, store, logger, serveQueries: location.kind === 'embedded' })
+  const serveQueries = location.kind === 'embedded'
+  // reads get a connection of their own: chDB runs one statement at a time per connection
+  const queryStore = serveQueries ? await openClickHouse(location) : undefined
+  const ingester = await startIngester({ nc, store, logger, serveQueries, ...(queryStore !== undefined ? { queryStore } : {}) })
   logger.info({ pid: process.pid, store: location, migrations_applied: applied }, 'ingester ready')
 
   await new Promise<void>((resolve) => {
@@ -26,6 +29,7 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   logger.info({ stats: ingester.stats }, 'ingester stopping')
   await ingester.stop()
   await nc.drain().catch(() => undefined)
+  await queryStore?.close()
   await store.close()
 }
 

@@ -8,6 +8,7 @@ import { jetstream, type JsMsg } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
 import { queryRows } from '../store/clickhouse.js'
+import { QueryRefusedError } from '../store/errors.js'
 import { encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
 import { insertAttempts, insertBaselines, insertRuns } from '../store/repositories.js'
 import { insertAttemptGrading, insertJudgeOutcomes, insertRegrades, insertResolutions, insertStoredTraces } from '../store/grading-repositories.js'
@@ -16,6 +17,8 @@ import type { Logger } from '../engine/logger.js'
 export interface IngesterOptions {
   nc: NatsConnection
   store: ClickHouseClient
+  /** the connection store queries run on (default `store`): a second one, so a slow read never holds up an insert */
+  queryStore?: ClickHouseClient
   logger: Logger
   /** serve store queries over NATS (embedded mode: this process owns chDB) */
   serveQueries: boolean
@@ -48,7 +51,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
     ? nc.subscribe(subjects.storeQuery, {
         callback: (error, msg) => {
           if (error) return
-          void answerQuery(store, msg.data).then((reply) => msg.respond(encodeJson(reply)))
+          void answerQuery(opts.queryStore ?? store, msg.data).then((reply) => msg.respond(encodeJson(reply)))
         },
       })
     : undefined
@@ -274,8 +277,9 @@ async function answerQuery(store: ClickHouseClient, data: Uint8Array): Promise<S
     return { ok: false, error: `bad store query request: ${(error as Error).message}` }
   }
   try {
-    return { ok: true, rows: await queryRows(store, request.sql, request.params ?? {}, { readOnly: true }) }
+    const timeout = typeof request.timeout_s === 'number' ? { timeoutSeconds: request.timeout_s } : {}
+    return { ok: true, rows: await queryRows(store, request.sql, request.params ?? {}, { readOnly: true, ...timeout }) }
   } catch (error) {
-    return { ok: false, error: (error as Error).message }
+    return { ok: false, error: (error as Error).message, ...(error instanceof QueryRefusedError ? { refused: true } : {}) }
   }
 }
