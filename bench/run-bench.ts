@@ -2,7 +2,8 @@
  * `npm run bench`: end-to-end orchestration throughput and memory on the embedded stack
  * (a mock agent never waits, so this measures Forge's own cost), plus raw ingest into chDB.
  *   FORGE_BENCH_ATTEMPTS (default 1000), FORGE_BENCH_WORKERS (default 1)
- *   FORGE_BENCH_ONLY=e2e|ingest|stats runs one part; the stats part times forge stats / compare over 1,000,000 attempts
+ *   FORGE_BENCH_ONLY=e2e|ingest|stats|report|ui runs one part; the stats part times forge stats / compare over 1,000,000 attempts,
+ *   report and ui (bench/report-bench.ts) the report of 10,000 attempts and forge ui pages over 100,000
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -17,6 +18,7 @@ import { insertAttempts, insertRuns } from '../store/repositories.js'
 import { getRunStats } from '../app/stats.js'
 import { compareStoredRuns } from '../app/compare.js'
 import { directReader } from '../store/clickhouse.js'
+import { reportAtScale, uiAtScale } from './report-bench.js'
 
 function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   try {
@@ -49,7 +51,7 @@ async function endToEnd(attemptsTotal: number, workers: number): Promise<void> {
     await runSuite(config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers, concurrency: 100, seed: 'warm' })
     const report = await runSuite(
       config,
-      { suite: 'smoke', adapter: 'mock', attempts: perTask, workers, concurrency: 100, seed: 'bench', maxInFlight: 500 },
+      { suite: 'smoke', adapter: 'mock', attempts: perTask, workers, concurrency: 100, seed: 'bench', max_in_flight: 500 },
       (event) => {
         if (event.kind === 'workers') event.pids.forEach((pid, i) => watch.set(`worker ${i}`, pid))
       },
@@ -133,7 +135,7 @@ async function statsAtScale(rows: number): Promise<void> {
         {
           run_id: runId, suite: 'bench', suite_path: '', adapter: 'mock', config_id: 'c0', attempts: rows / 100, task_count: 100, seed: '',
           status: 'completed', started_at: at, finished_at: at, updated_at: at, price_table_version: 'bench', price_table_date: '2026-11-30',
-          suite_hash: '', judge_model: '', judge_prompt_version: '', stop_width: 0, stopped_tasks: [], isolation: '',
+          suite_hash: '', judge_model: '', judge_prompt_version: '', stop_width: 0, stopped_tasks: [],
         },
       ])
     }
@@ -163,9 +165,9 @@ async function statsAtScale(rows: number): Promise<void> {
   }
 }
 
-const attempts = Number(process.env['FORGE_BENCH_ATTEMPTS'] ?? 1000)
-const workers = Number(process.env['FORGE_BENCH_WORKERS'] ?? 1)
-const only = process.env['FORGE_BENCH_ONLY']
+const { attempts, workers, only } = resolveConfig().bench
 if (!only || only === 'e2e') await endToEnd(attempts, workers)
 if (!only || only === 'ingest') await ingest(100_000)
 if (!only || only === 'stats') await statsAtScale(1_000_000)
+if (!only || only === 'report') await reportAtScale(10_000)
+if (!only || only === 'ui') await uiAtScale(100_000)

@@ -1,6 +1,7 @@
 import type { RunStamps } from '../core/compare.js'
 import type { RunStats, SuiteStats, TaskStats } from '../app/stats.js'
 import { counts, interval, ms, num, pct, table, usd } from './format.js'
+import { harnessBanner } from '../core/run-report.js'
 
 /** The stamps every report prints: price table version and date, suite content, judge. */
 export function stampLine(stamps: RunStamps): string {
@@ -21,6 +22,8 @@ export function printRunStats(log: (line: string) => void, stats: RunStats, opti
   const run = stats.run
   log(`run ${stats.run_id}${run ? `  suite ${run.suite}  adapter ${run.adapter}  status ${run.status}` : ''}`)
   log(stampLine(stats.stamps))
+  const banner = harnessBanner(stats.failure_buckets['harness_error'] ?? 0, stats.attempts)
+  if (banner) log(`\n!! HARNESS ERRORS: ${banner.message}\n`)
   const ks = options.ks ? [...options.ks] : stats.ks.filter((k) => k > 1)
   for (const suite of stats.suites) {
     const tasks = stats.tasks.filter((t) => t.suite === suite.suite)

@@ -107,6 +107,8 @@ export interface ProgressEvent {
   attempt: number
   outcome: string
   failure_bucket: string | null
+  /** the worker that ran the attempt (live per-worker progress) */
+  worker_id?: string
 }
 
 export function publishProgress(nc: NatsConnection, runId: string, event: ProgressEvent): void {

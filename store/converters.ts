@@ -171,7 +171,7 @@ export function runToRow(r: RunRecord): RunRow {
     judge_prompt_version: r.judge_prompt_version,
     stop_width: r.stop_width,
     stopped_tasks: r.stopped_tasks,
-    isolation: r.isolation,
+    isolation: r.isolation ?? '',
   }
 }
 
@@ -196,7 +196,8 @@ export function rowToRun(row: RunRow): RunRecord {
     judge_prompt_version: row.judge_prompt_version,
     stop_width: Number(row.stop_width),
     stopped_tasks: row.stopped_tasks,
-    isolation: row.isolation ?? '',
+    // '' (no agent code, or a run stored before migration 7) reads back as absent
+    ...(row.isolation ? { isolation: row.isolation } : {}),
   }
 }
 

@@ -14,10 +14,11 @@ import { getAdapter } from '../engine/adapters/index.js'
 import { runAttempt as executeAttemptFully } from '../engine/attempt-runner.js'
 import { SuiteLoadError, UnknownAdapterError } from '../engine/errors.js'
 import { PriceTableError } from '../engine/llm/errors.js'
-import { priceTableFor } from '../engine/llm/price-table.js'
+import { loadPriceTable } from '../engine/llm/price-table.js'
 import type { Logger } from '../engine/logger.js'
 import { loadSuiteCached } from '../engine/suite-loader.js'
 import { storedTraceOf } from '../engine/trace-store.js'
+import { logAttempt } from '../engine/attempt-log.js'
 import { isolationOf, sandboxRequested } from '../engine/sandbox/config.js'
 import { SandboxUnavailableError } from '../engine/sandbox/errors.js'
 import { sandboxSupport } from '../engine/sandbox/host.js'
@@ -50,7 +51,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           if (error instanceof UnknownAdapterError) throw ApplicationFailure.nonRetryable(error.message, 'UnknownAdapterError')
           throw error
         }
-        const priceTable = await priceTableFor(input.adapter_config).catch((error: unknown) => {
+        const priceTable = await loadPriceTable(input.price_table).catch((error: unknown) => {
           throw error instanceof PriceTableError ? ApplicationFailure.nonRetryable(error.message, 'PriceTableError') : error
         })
         if (sandboxRequested(input.adapter, input.adapter_config)) {
@@ -81,13 +82,16 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         const { grading } = execution
         const result = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
         // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
-        await Promise.all([publishStoredTrace(deps.js, storedTraceOf(execution.result, execution.trace, grading.env, now())), publishAttemptResult(deps.js, result)])
+        const stored = storedTraceOf(execution.result, execution.trace, grading.env, now())
+        await Promise.all([publishStoredTrace(deps.js, stored), publishAttemptResult(deps.js, result)])
+        logAttempt(deps.logger, stored, result)
         publishProgress(deps.nc, input.run_id, {
           attempt_uid: result.attempt_uid,
           task_id: result.task_id,
           attempt: result.attempt,
           outcome: result.outcome,
           failure_bucket: result.failure_bucket,
+          worker_id: deps.workerId,
         })
         return {
           attempt_uid: result.attempt_uid,

@@ -1,10 +1,13 @@
 import { Flags } from '@oclif/core'
 import { adapterNames } from '../../engine/adapters/index.js'
-import { dryRun, runSuite, type DryRunReport, type RunEvent, type RunOptions, type RunReport } from '../../app/run.js'
-import { resolveConfig } from '../../stack/config.js'
-import { ConfigError } from '../../stack/errors.js'
+import { dryRun, type DryRunReport } from '../../app/plan-run.js'
+import { runConfigFromFlags, type RunConfigInput } from '../../app/run-config.js'
+import { ConfigError } from '../../core/errors.js'
 import { SANDBOXED_ADAPTERS, unsandboxedNote } from '../../engine/sandbox/config.js'
+import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
+import { resolveConfig } from '../../config/index.js'
 import { ForgeCommand } from '../base.js'
+import { logFlags, parseLogOptions, runOutput } from '../log-options.js'
 import { usd } from '../format.js'
 import { printRunStats } from '../stats-view.js'
 
@@ -27,8 +30,11 @@ export default class Run extends ForgeCommand {
       description: 'With LLM-judge metrics (needs an OpenAI-compatible judge model server).',
       command: '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
     },
+    '<%= config.bin %> run --suite smoke --attempts 3 --log-level calls --log-only tools,faults',
+    '<%= config.bin %> run --suite smoke --attempts 5 --log-level steps --log-format jsonl',
   ]
   static override flags = {
+    ...logFlags,
     suite: Flags.string({ char: 's', summary: 'Suite name (bundled), directory, or npm package.', default: 'smoke' }),
     adapter: Flags.string({ char: 'a', summary: `Agent adapter: ${adapterNames().join(', ')} (forge adapters list shows each one's --adapter-config).`, default: 'mock' }),
     attempts: Flags.integer({ char: 'n', summary: 'Attempts per task.', default: 5 }),
@@ -61,78 +67,11 @@ export default class Run extends ForgeCommand {
 
   async run(): Promise<RunReport | DryRunReport> {
     const { flags } = await this.parse(Run)
-    let adapterConfig: Record<string, unknown> | undefined
-    if (flags['adapter-config']) {
-      try {
-        adapterConfig = JSON.parse(flags['adapter-config']) as Record<string, unknown>
-      } catch (error) {
-        throw new ConfigError(`--adapter-config is not valid JSON: ${(error as Error).message}`)
-      }
-      if (typeof adapterConfig !== 'object' || adapterConfig === null || Array.isArray(adapterConfig)) {
-        throw new ConfigError('--adapter-config must be a JSON object')
-      }
-    }
-    if (flags.model !== undefined) adapterConfig = { ...adapterConfig, model: flags.model }
-    if (flags['no-sandbox']) {
-      if (!SANDBOXED_ADAPTERS.includes(flags.adapter)) {
-        throw new ConfigError(`--no-sandbox applies only to adapters that run agent code (${SANDBOXED_ADAPTERS.join(', ')}), not "${flags.adapter}"`)
-      }
-      adapterConfig = { ...adapterConfig, sandbox: false }
-      this.warn(`--no-sandbox: ${unsandboxedNote(flags.adapter)}; every attempt of this run is marked degraded`)
-    }
+    const config = resolveConfig()
+    const runConfig = withoutSandbox(runConfigFromFlags(flags), flags['no-sandbox'], (message) => this.warn(message))
     const quiet = this.jsonEnabled()
-    const stopWidth = flags['stop-at-width'] === undefined ? undefined : Number(flags['stop-at-width'])
-    if (stopWidth !== undefined && !(stopWidth > 0 && stopWidth < 1)) {
-      throw new ConfigError(`--stop-at-width must be a number between 0 and 1 (an interval width), got "${flags['stop-at-width']}"`)
-    }
-    if (stopWidth === undefined && (flags['round-size'] !== undefined || flags['min-attempts'] !== undefined)) {
-      throw new ConfigError('--round-size and --min-attempts apply only with --stop-at-width')
-    }
-    const judgeFlags = ['judge-metrics', 'judge-gate', 'judge-max-tokens', 'judge-temperature'] as const
-    if (flags['judge-model'] === undefined && judgeFlags.some((flag) => flags[flag] !== undefined)) {
-      throw new ConfigError(`--${judgeFlags.find((flag) => flags[flag] !== undefined)} applies only with --judge-model`)
-    }
-    const judgeMetrics = flags['judge-metrics']
-    const judgeTemperature = flags['judge-temperature'] === undefined ? undefined : Number(flags['judge-temperature'])
-    if (judgeTemperature !== undefined && !Number.isFinite(judgeTemperature)) throw new ConfigError(`--judge-temperature must be a number, got "${flags['judge-temperature']}"`)
-    const runExtras: Partial<RunOptions> = {
-      ...(flags['judge-model'] !== undefined
-        ? {
-            judge: {
-              model: flags['judge-model'],
-              golden_divergence: flags['golden-divergence'],
-              ...(judgeMetrics === undefined || judgeMetrics === 'all' ? {} : { metrics: judgeMetrics === 'none' ? [] : judgeMetrics.split(',').map((m) => m.trim()).filter((m) => m !== '') }),
-              ...(flags['judge-gate'] !== undefined ? { gate: flags['judge-gate'] as 'deterministic' | 'none' } : {}),
-              ...(flags['judge-max-tokens'] !== undefined ? { max_tokens: flags['judge-max-tokens'] } : {}),
-              ...(judgeTemperature !== undefined ? { temperature: judgeTemperature } : {}),
-            },
-          }
-        : {}),
-      ...(flags['price-table'] ? { priceTable: flags['price-table'] } : {}),
-      ...(stopWidth !== undefined
-        ? {
-            sequential: {
-              width: stopWidth,
-              ...(flags['round-size'] !== undefined ? { roundSize: flags['round-size'] } : {}),
-              ...(flags['min-attempts'] !== undefined ? { minAttempts: flags['min-attempts'] } : {}),
-            },
-          }
-        : {}),
-    }
-    const options = {
-      suite: flags.suite,
-      adapter: flags.adapter,
-      attempts: flags.attempts,
-      workers: flags.workers,
-      concurrency: flags.concurrency,
-      ...(flags.seed ? { seed: flags.seed } : {}),
-      ...(flags.task ? { taskIds: flags.task } : {}),
-      ...(flags['run-id'] ? { runId: flags['run-id'] } : {}),
-      ...(adapterConfig ? { adapterConfig } : {}),
-      ...runExtras,
-    }
     if (flags['dry-run']) {
-      const plan = await dryRun(resolveConfig(), options)
+      const plan = await dryRun(config, runConfig)
       if (!quiet) printDryRun((line) => this.log(line), plan)
       return plan
     }
@@ -144,30 +83,35 @@ export default class Run extends ForgeCommand {
       interrupt.abort()
     }
     process.on('SIGINT', onInterrupt)
-    const report = await runSuite(
-      resolveConfig(),
-      {
-        ...options,
-        signal: interrupt.signal,
-        ...(flags['max-in-flight'] ? { maxInFlight: flags['max-in-flight'] } : {}),
-        ...(flags['heartbeat-timeout'] ? { heartbeatTimeoutMs: flags['heartbeat-timeout'] * 1000 } : {}),
-      },
-      (event) => {
-        if (!quiet) this.log(describe(event))
-      },
-    ).finally(() => process.off('SIGINT', onInterrupt))
-    if (!quiet) {
-      this.log('')
-      printRunStats((line) => this.log(line), report)
-      this.log(`\n${report.expected_attempts} attempts in ${(report.wall_ms / 1000).toFixed(1)}s (${report.attempts_per_second.toFixed(1)} attempts/s), seed ${report.seed}`)
-      if (report.judged !== undefined) this.log(`judge: ${report.judged} attempt(s) judged on the judge queue (tier 2, judge metrics); forge review list shows what needs a person`)
-      if ((report.judge_not_executed ?? 0) > 0) this.warn(`${report.judge_not_executed} judge activities could not run after every retry; those attempts keep tier 2 pending (flagged for review)`)
-      if (report.not_executed > 0) this.warn(`${report.not_executed} attempts could not be executed after every retry (infrastructure errors); see .forge/logs/`)
-      if (report.attempts < report.expected_attempts - report.not_executed) {
-        this.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
-      }
-    }
+    const output = runOutput(parseLogOptions(flags), { out: (line) => this.log(line), err: process.stderr, json: quiet, tty: process.stdout.isTTY === true && process.stderr.isTTY === true, columns: process.stderr.columns }, describe)
+    const report = await runSuite(config, runConfig, output.onEvent, interrupt.signal, output.observe).finally(() => {
+      output.finish()
+      process.off('SIGINT', onInterrupt)
+    })
+    if (!quiet) printRunReport(this, report)
     return report
+  }
+}
+
+/** --no-sandbox: `"sandbox": false` in the adapter config (so in the config id), said out loud; refused for adapters that run no agent code. */
+function withoutSandbox(run: RunConfigInput, noSandbox: boolean, warn: (message: string) => void): RunConfigInput {
+  if (!noSandbox) return run
+  if (!SANDBOXED_ADAPTERS.includes(run.adapter)) {
+    throw new ConfigError(`--no-sandbox applies only to adapters that run agent code (${SANDBOXED_ADAPTERS.join(', ')}), not "${run.adapter}"`)
+  }
+  warn(`--no-sandbox: ${unsandboxedNote(run.adapter)}; every attempt of this run is marked degraded`)
+  return { ...run, adapter_config: { ...(run.adapter_config ?? {}), sandbox: false } }
+}
+
+function printRunReport(command: { log(line: string): void; warn(message: string): unknown }, report: RunReport): void {
+  command.log('')
+  printRunStats((line) => command.log(line), report)
+  command.log(`\n${report.expected_attempts} attempts in ${(report.wall_ms / 1000).toFixed(1)}s (${report.attempts_per_second.toFixed(1)} attempts/s), seed ${report.seed}`)
+  if (report.judged !== undefined) command.log(`judge: ${report.judged} attempt(s) judged on the judge queue (tier 2, judge metrics); forge review list shows what needs a person`)
+  if ((report.judge_not_executed ?? 0) > 0) command.warn(`${report.judge_not_executed} judge activities could not run after every retry; those attempts keep tier 2 pending (flagged for review)`)
+  if (report.not_executed > 0) command.warn(`${report.not_executed} attempts could not be executed after every retry (infrastructure errors); see .forge/logs/`)
+  if (report.attempts < report.expected_attempts - report.not_executed) {
+    command.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
   }
 }
 

@@ -89,7 +89,7 @@ beforeAll(async () => {
       run_id: RUN, suite: 'smoke', suite_path: '/s', adapter: 'mock', config_id: 'c0', attempts: 5, task_count: 7, seed: 's',
       status: 'completed', started_at: 1_764_470_000_000, finished_at: 1_764_470_001_000, updated_at: 1_764_470_001_000,
       price_table_version: 'v1', price_table_date: '2026-11-30', suite_hash: 'h', judge_model: '', judge_prompt_version: '',
-      stop_width: 0, stopped_tasks: [], isolation: '',
+      stop_width: 0, stopped_tasks: [],
     },
   ])
   reader = directReader(client)

@@ -88,7 +88,7 @@ describe('forge sql on a real store', () => {
       {
         run_id: 'r2', suite: 'smoke', suite_path: '/s', adapter: 'mock', config_id: 'c0', attempts: 1, task_count: 1, seed: 'x', status: 'completed',
         started_at: 1, finished_at: 2, updated_at: 2, price_table_version: '', price_table_date: '', suite_hash: '', judge_model: '',
-        judge_prompt_version: '', stop_width: 0, stopped_tasks: [], isolation: '',
+        judge_prompt_version: '', stop_width: 0, stopped_tasks: [],
       },
     ])
     order.push('insert')
