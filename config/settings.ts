@@ -5,7 +5,8 @@
  * but empty or blank counts as unset. A bad value is a ConfigError naming the variable and the value.
  *
  * Variables Forge only *writes* for others are not settings: FORGE_TOOL_URL / FORGE_TOOL_TOKEN (an
- * agent's tool endpoint) and FORGE_PYDANTIC_AI (the pydantic-ai bridge's input).
+ * agent's tool endpoint), FORGE_PYDANTIC_AI (the pydantic-ai bridge's input), FORGE_AGENT_SEED and
+ * FORGE_SANDBOX_FORWARDS (the sandboxed module host's).
  */
 import { z } from 'zod'
 import { ConfigError } from '../core/errors.js'
@@ -173,6 +174,8 @@ export const SETTINGS = {
     schema: optionalText,
   }),
   chromium: define({ variable: 'FORGE_CHROMIUM', description: 'The Chromium executable of the report bench and the browser tests', fallback: '/usr/bin/chromium', defaultText: '/usr/bin/chromium', schema: text }),
+  unshareBin: define({ variable: 'FORGE_UNSHARE_BIN', description: 'The unshare binary the agent sandbox starts agents with', fallback: undefined, defaultText: '(unset: PATH)', schema: optionalText }),
+  setprivBin: define({ variable: 'FORGE_SETPRIV_BIN', description: 'The setpriv binary the agent sandbox drops privileges with', fallback: undefined, defaultText: '(unset: PATH)', schema: optionalText }),
   python: define({ variable: 'FORGE_PYTHON', description: 'The Python interpreter of the pydantic-ai adapter', fallback: 'python3', defaultText: 'python3', schema: text }),
   benchAttempts: define({ variable: 'FORGE_BENCH_ATTEMPTS', description: 'npm run bench: attempts of the end-to-end part', fallback: 1000, defaultText: '1000', schema: wholeNumber(1, 10_000_000) }),
   benchWorkers: define({ variable: 'FORGE_BENCH_WORKERS', description: 'npm run bench: worker processes', fallback: 1, defaultText: '1', schema: wholeNumber(1, 256) }),

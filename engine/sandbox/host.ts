@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { readSetting } from '../../config/index.js'
 import { SandboxConfigError, SandboxUnavailableError } from './errors.js'
 import type { SandboxSettings } from './config.js'
 import {
@@ -107,7 +108,7 @@ export async function probeSandbox(env: NodeJS.ProcessEnv = process.env): Promis
   if (process.platform !== 'linux') return { ok: false, reason: `${process.platform} has no Linux namespaces` }
   const searchPath = `${env['PATH'] ?? ''}:/usr/sbin:/usr/bin:/sbin:/bin`
   // FORGE_UNSHARE_BIN / FORGE_SETPRIV_BIN name the binaries where they are not on PATH
-  const overrides: Record<string, string | undefined> = { unshare: env['FORGE_UNSHARE_BIN'], setpriv: env['FORGE_SETPRIV_BIN'] }
+  const overrides: Record<string, string | undefined> = { unshare: readSetting('unshareBin', env), setpriv: readSetting('setprivBin', env) }
   for (const [name, given] of Object.entries(overrides)) {
     if (given !== undefined && given !== '' && findProgram(path.basename(given), path.dirname(path.resolve(given))) === undefined) {
       return { ok: false, reason: `FORGE_${name.toUpperCase()}_BIN=${given} is not an executable file` }

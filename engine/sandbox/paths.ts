@@ -1,9 +1,10 @@
 /** Small helpers the sandboxed adapters share: which host paths to protect, which ports to bridge. */
 import path from 'node:path'
+import { readSetting } from '../../config/index.js'
 
 /** FORGE_HOME as the worker resolves it (default ./.forge): never visible to an agent. */
 export function forgeHomeOf(env: NodeJS.ProcessEnv, cwd: string = process.cwd()): string {
-  return path.resolve(cwd, env['FORGE_HOME'] || '.forge')
+  return path.resolve(cwd, readSetting('home', env))
 }
 
 /** The port of a 127.0.0.1 URL the harness handed out (the tool endpoint, the LLM gateway). */
