@@ -131,8 +131,6 @@ export interface AdapterContext {
   config: Record<string, unknown>
   /** the task's budget; the harness enforces it whatever the adapter does */
   budget: Budget
-  /** the suite's directory: adapters that sandbox agent code keep it out of the agent's view */
-  suitePath?: string
   /**
    * Starts (once per attempt) the LLM gateway: it forwards to the configured upstream, records
    * model, parameters and usage per call as spans, prices them and enforces max_tokens.

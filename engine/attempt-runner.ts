@@ -244,7 +244,6 @@ async function runAgent(
     signal: controller.signal,
     config: opts.adapterConfig,
     budget,
-    suitePath: suite.path,
     // an adapter still running past its deadline must not open a gateway nobody closes
     llm: () => (agentStopped ? Promise.reject(new Error('the attempt has ended: no model calls after it')) : (gateway ??= startGateway())),
   }

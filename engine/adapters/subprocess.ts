@@ -29,6 +29,7 @@ import { sandboxConfigShape, unsandboxedNote } from '../sandbox/config.js'
 import { SandboxSetupError } from '../sandbox/errors.js'
 import { openSandbox, type PreparedSandbox } from '../sandbox/host.js'
 import { forgeHomeOf, portOf } from '../sandbox/paths.js'
+import { loadedSuitePaths } from '../suite-loader.js'
 import { SANDBOX_STARTED_MARK } from '../sandbox/layout.js'
 
 /** ctx.config of the subprocess adapter. */
@@ -175,7 +176,8 @@ export async function runSubprocessAgent(
           command,
           env: agentEnvironment(config, harnessEnv),
           settings: config.sandbox,
-          protectedPaths: [...(ctx.suitePath !== undefined ? [ctx.suitePath] : []), forgeHomeOf(process.env)],
+          // every suite this worker loaded (ground truth) and FORGE_HOME (credentials, the store)
+          protectedPaths: [...loadedSuitePaths(), forgeHomeOf(process.env)],
           ports,
           ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
           ...(extras.readOnly !== undefined ? { readOnly: extras.readOnly } : {}),

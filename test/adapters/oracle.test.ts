@@ -62,7 +62,7 @@ describe('oracle adapter', () => {
       if (name === 'oracle') {
         expect(view.golden).toEqual(smoke.goldens.get(task.id))
       } else {
-        expect({ name, ...view }).toEqual({ name, keys: ['attemptUid', 'budget', 'config', 'llm', 'seed', 'signal', 'suitePath', 'taskId', 'tools'], golden: undefined })
+        expect({ name, ...view }).toEqual({ name, keys: ['attemptUid', 'budget', 'config', 'llm', 'seed', 'signal', 'taskId', 'tools'], golden: undefined })
       }
     }
     expect(getAdapter('oracle')).toBe(oracleAdapter)

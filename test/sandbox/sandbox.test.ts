@@ -4,7 +4,7 @@
  * test/security/adversary.test.ts runs the attacks themselves.
  */
 import { spawn } from 'node:child_process'
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -13,7 +13,9 @@ import { subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { sandboxRequested, isolationOf, SandboxSettings } from '../../engine/sandbox/config.js'
 import { openSandbox, probeSandbox } from '../../engine/sandbox/host.js'
 import { initScript, launcherArgv, protectedPathsCheck, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
-import { agentPath, attempt, toolSuite } from '../adapters/helpers.js'
+import { attempt } from '../adapters/helpers.js'
+import { loadSuite, loadedSuitePaths } from '../../engine/suite-loader.js'
+import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
 
 const layout: SandboxLayout = {
   root: '/tmp/sbx/root',
@@ -133,11 +135,16 @@ describe('sandbox on this machine', () => {
     expect(await probeSandbox({ ...process.env, FORGE_UNSHARE_BIN: '/bin/false' })).toEqual({ ok: false, reason: 'a test sandbox failed (exit status 1)' })
   })
 
-  it('refuses an agent that lives inside the suite, naming both', async () => {
-    const { suite, task } = toolSuite()
-    const { result } = await attempt(subprocessAdapter, { command: ['node', agentPath('dump-everything.mjs')] }, { ...suite, path: agentPath('').replace(/\/$/, '') }, task)
+  it('refuses an agent that lives inside a suite the worker loaded, naming both', async () => {
+    const dir = makeSuite({ 'agents/agent.mjs': 'console.log("hi")\n' })
+    onTestFinished(() => removeTempSuites())
+    const suite = await loadSuite(dir)
+    expect(loadedSuitePaths()).toContain(realpathSync(dir))
+    const { result } = await attempt(subprocessAdapter, { command: ['node', join(dir, 'agents', 'agent.mjs')] }, suite, suite.tasks[0]!)
     expect([result.outcome, result.validity, result.failure_bucket]).toEqual(['fail', 'invalid', 'harness_error'])
-    expect(result.error).toMatch(/^adapter "subprocess" threw: sandbox: the agent needs .*\/test\/adapters\/agents, which lies inside .*\/test\/adapters\/agents; the sandbox never shows an agent the suite or FORGE_HOME$/)
+    expect(result.error).toBe(
+      `adapter "subprocess" threw: sandbox: the agent needs ${realpathSync(dir)}/agents, which lies inside ${realpathSync(dir)}; the sandbox never shows an agent the suite or FORGE_HOME`,
+    )
   })
 
   it('hides a protected path that lies under a directory the agent may read', async () => {
