@@ -3,7 +3,7 @@
  * start RunWorkflow, follow progress over NATS, wait until ClickHouse holds every published attempt,
  * and answer with the run's statistics computed from ClickHouse.
  */
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { ForgeConfig } from '../config/index.js'
@@ -16,6 +16,7 @@ import { isolationOf } from '../engine/sandbox/config.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { planRun } from './plan-run.js'
 import type { RunConfigInput } from './run-config.js'
+import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { startWorkerPool } from './worker-pool.js'
@@ -57,6 +58,8 @@ export interface RunReport extends RunStats {
 export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal, observe?: RunObserver): Promise<RunReport> {
   const { run, suite, tasks, plan } = await planRun(config, input)
   const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
+  // a run id the user chose must be new (generated ones are)
+  if (run.run_id !== undefined) await withReader(config, (reader) => refuseReusedRunId(reader, plan.run_id))
   const nc = await connectBus(endpoints.natsUrl, 'forge-run')
   const pool = startWorkerPool({
     count: run.workers,
@@ -113,7 +116,11 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
 
 /** Starts RunWorkflow and waits for its result; aborting `signal` cancels it. */
 async function runWorkflow(client: Client, taskQueue: string, plan: RunPlan, signal: AbortSignal | undefined, onStarted: () => void): Promise<RunWorkflowResult> {
-  const handle = await client.workflow.start<typeof RunWorkflow>('RunWorkflow', { taskQueue, workflowId: `forge-run-${plan.run_id}`, args: [{ plan }] })
+  const handle = await client.workflow
+    .start<typeof RunWorkflow>('RunWorkflow', { taskQueue, workflowId: `forge-run-${plan.run_id}`, args: [{ plan }], workflowIdReusePolicy: 'REJECT_DUPLICATE' })
+    .catch((error: unknown) => {
+      throw error instanceof WorkflowExecutionAlreadyStartedError ? runIdTakenByTemporal(plan.run_id, error) : error
+    })
   onStarted()
   const cancel = () => void handle.cancel().catch(() => undefined)
   if (signal?.aborted) cancel()
@@ -196,4 +203,13 @@ async function waitForStorage(
     stored = await count()
   }
   if (stored < published) onEvent({ kind: 'ingesting', stored, expected: published })
+}
+
+async function withReader<T>(config: ForgeConfig, use: (reader: Awaited<ReturnType<typeof openReader>>) => Promise<T>): Promise<T> {
+  const reader = await openReader(config)
+  try {
+    return await use(reader)
+  } finally {
+    await reader.close()
+  }
 }

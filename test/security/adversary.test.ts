@@ -17,11 +17,10 @@ import type { LoadedSuite } from '../../core/plugins.js'
 import { subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { runAttempt } from '../../engine/attempt-runner.js'
 import { loadSuite, packageRoot } from '../../engine/suite-loader.js'
+import { CANARY } from './canary.js'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 const adversary = join(here, 'agents', 'adversary.mjs')
-/** Strings only ground truth holds: the expected-answer canaries, the goldens' and the tool file's. */
-export const CANARY = /CANARY-[A-Z]+/
 
 interface Report {
   attack: string
