@@ -1,7 +1,7 @@
 /** Entry point of the ingester process (embedded stack child, or `forge ingester` in a fleet). */
 import { resolveConfig } from '../config/index.js'
 import { ConfigError, exitCodeOf } from '../core/errors.js'
-import { connectBus, ensureResultsStream } from '../store/bus.js'
+import { connectBus, ensureResultsStream, resultsKey } from '../store/bus.js'
 import { openClickHouse, type StoreLocation } from '../store/clickhouse.js'
 import { migrate } from '../store/migrations.js'
 import { startIngester } from './ingester.js'
@@ -15,12 +15,15 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   const location: StoreLocation = config.clickhouseUrl !== undefined ? { kind: 'server', url: config.clickhouseUrl } : { kind: 'embedded', path: config.storePath }
   const store = await openClickHouse(location)
   const applied = await migrate(store)
-  const nc = await connectBus(natsUrl, 'forge-ingester')
+  const nc = await connectBus(natsUrl, 'forge-ingester', 'ingester')
+  const key = resultsKey()
+  // results are authenticated end to end: an ingester that cannot check them stores none
+  if (key === undefined) throw new ConfigError('no results key: set FORGE_RESULTS_KEY (the same hex key as the workers), or start the ingester with the stack (forge stack up), which generates one under FORGE_HOME')
   await ensureResultsStream(nc)
   const serveQueries = location.kind === 'embedded'
   // reads get a connection of their own: chDB runs one statement at a time per connection
   const queryStore = serveQueries ? await openClickHouse(location) : undefined
-  const ingester = await startIngester({ nc, store, logger, serveQueries, ...(queryStore !== undefined ? { queryStore } : {}) })
+  const ingester = await startIngester({ nc, store, logger, serveQueries, resultsKey: key, ...(queryStore !== undefined ? { queryStore } : {}) })
   logger.info({ pid: process.pid, store: location, migrations_applied: applied }, 'ingester ready')
 
   await new Promise<void>((resolve) => {

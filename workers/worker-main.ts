@@ -3,7 +3,8 @@ import { NativeConnection, Worker } from '@temporalio/worker'
 import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { connectBus, jetstream } from '../store/bus.js'
+import { connectBus, jetstream, resultsKey } from '../store/bus.js'
+import { ConfigError } from '../core/errors.js'
 import { createActivities } from './activities.js'
 import { createJudgeActivities } from './judge/activities.js'
 import type { LogLevel } from '../config/index.js'
@@ -35,7 +36,9 @@ export interface WorkerOptions {
 export async function runWorker(opts: WorkerOptions): Promise<void> {
   const workerId = opts.workerId ?? `${hostname()}-${process.pid}`
   const logger = createLogger('worker', opts.logLevel).child({ worker_id: workerId })
-  const nc = await connectBus(opts.natsUrl, `forge-worker-${workerId}`)
+  const nc = await connectBus(opts.natsUrl, `forge-worker-${workerId}`, 'worker')
+  // results it cannot sign would all be rejected by the ingester
+  if (resultsKey() === undefined) throw new ConfigError('no results key: set FORGE_RESULTS_KEY (the same hex key as the ingester), or run workers through forge run / the embedded stack, which generates one under FORGE_HOME')
   const connection = await NativeConnection.connect({ address: opts.temporalAddress })
   const bundlePath = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
   const worker = await Worker.create({
