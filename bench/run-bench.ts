@@ -3,7 +3,8 @@
  * (a mock agent never waits, so this measures Forge's own cost), plus raw ingest into chDB.
  *   FORGE_BENCH_ATTEMPTS (default 1000), FORGE_BENCH_WORKERS (default 1)
  *   FORGE_BENCH_ONLY=e2e|ingest|stats|report|ui runs one part; the stats part times forge stats / compare over 1,000,000 attempts,
- *   report and ui (bench/report-bench.ts) the report of 10,000 attempts and forge ui pages over 100,000
+ *   report and ui (bench/report-bench.ts) the report of 10,000 attempts and forge ui pages over 100,000,
+ *   sandbox (bench/sandbox-bench.ts) the agent sandbox's cost per attempt, on and off
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -19,6 +20,7 @@ import { getRunStats } from '../app/stats.js'
 import { compareStoredRuns } from '../app/compare.js'
 import { directReader } from '../store/clickhouse.js'
 import { reportAtScale, uiAtScale } from './report-bench.js'
+import { sandboxOverhead } from './sandbox-bench.js'
 
 function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   try {
@@ -171,3 +173,4 @@ if (!only || only === 'ingest') await ingest(100_000)
 if (!only || only === 'stats') await statsAtScale(1_000_000)
 if (!only || only === 'report') await reportAtScale(10_000)
 if (!only || only === 'ui') await uiAtScale(100_000)
+if (!only || only === 'sandbox') await sandboxOverhead(20)
