@@ -4,7 +4,8 @@
  * - The embedded nats-server starts with generated credentials — one user per role, kept with the
  *   results key in `FORGE_HOME/secrets/bus.json` (0600, directory 0700) — and per-role permissions:
  *   workers publish results and progress, the ingester consumes the results stream and answers
- *   store queries, the CLI asks queries and writes baselines, regrades and review resolutions.
+ *   store queries, the CLI asks queries and writes baselines, regrades and review resolutions; no
+ *   role but the ingester may consume the stream or answer queries.
  *   Nobody else can connect. Fleet mode reads a role's credentials (and TLS files) from the
  *   environment (FORGE_NATS_USER / FORGE_NATS_PASSWORD, FORGE_NATS_TLS_*), e.g. a mounted secret.
  * - Every message on the results stream carries `Forge-Signature`: an HMAC-SHA256 of its subject and
@@ -65,7 +66,11 @@ export function rolePermissions(role: BusRole): { publish: string[]; subscribe: 
   switch (role) {
     case 'worker':
       return {
-        publish: ['forge.results.attempt', 'forge.results.run', 'forge.results.judge', 'forge.results.trace.>', 'forge.progress.>', 'forge.ingester.ping', ...readStream],
+        // sweep activities also run on workers: they read the store, record sweeps and promote baselines
+        publish: [
+          'forge.results.attempt', 'forge.results.run', 'forge.results.judge', 'forge.results.trace.>', 'forge.results.sweep', 'forge.results.baseline',
+          'forge.progress.>', 'forge.ingester.ping', 'forge.store.query', ...readStream,
+        ],
         subscribe: ['_INBOX.>'],
       }
     case 'ingester':

@@ -45,8 +45,9 @@ export async function connectBus(url: string, name: string, role: BusRole = 'cli
   const access = busAccess(url, role)
   if (access.resultsKey !== undefined) processResultsKey = access.resultsKey
   try {
+    // a cluster is several comma-separated URLs: any one that answers is enough to start
     return await connect({
-      servers: url,
+      servers: url.split(',').map((s) => s.trim()),
       name,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
@@ -90,7 +91,8 @@ export async function ensureResultsStream(nc: NatsConnection, opts: { replicas?:
   }
   try {
     await jsm.streams.info(RESULTS_STREAM)
-    await jsm.streams.update(RESULTS_STREAM, { duplicate_window: config.duplicate_window, max_age: config.max_age })
+    // replicas given: a stream created R1 becomes R3 once the cluster has the nodes (an upgrade to the 3-node values)
+    await jsm.streams.update(RESULTS_STREAM, { duplicate_window: config.duplicate_window, max_age: config.max_age, ...(opts.replicas !== undefined ? { num_replicas: opts.replicas } : {}) })
   } catch {
     await jsm.streams.add(config)
   }

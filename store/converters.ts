@@ -42,6 +42,8 @@ export interface AttemptRow {
   started_at: string
   finished_at: string
   ingested_at: string
+  injected_faults: number
+  injected_fault_kinds: string[]
 }
 
 export interface ToolCallRow {
@@ -83,6 +85,11 @@ export interface RunRow {
   stopped_tasks: string[]
   /** absent in rows read before migration 7 */
   isolation?: string
+  fault_profile_hash: string
+  fault_mode: string
+  fault_rate: number
+  fault_sweep_id: string
+  fault_profile: string
 }
 
 export interface BaselineRow {
@@ -128,6 +135,8 @@ export function attemptToRow(a: AttemptResult, ingestedAt: number): AttemptRow {
     started_at: toChDateTime(a.started_at),
     finished_at: toChDateTime(a.finished_at),
     ingested_at: toChDateTime(ingestedAt),
+    injected_faults: a.injected_faults ?? 0,
+    injected_fault_kinds: a.injected_fault_kinds ?? [],
   }
 }
 
@@ -172,6 +181,11 @@ export function runToRow(r: RunRecord): RunRow {
     stop_width: r.stop_width,
     stopped_tasks: r.stopped_tasks,
     isolation: r.isolation ?? '',
+    fault_profile_hash: r.fault_profile_hash ?? '',
+    fault_mode: r.fault_mode ?? '',
+    fault_rate: r.fault_rate ?? 0,
+    fault_sweep_id: r.fault_sweep_id ?? '',
+    fault_profile: r.fault_profile ?? '',
   }
 }
 
@@ -198,6 +212,16 @@ export function rowToRun(row: RunRow): RunRecord {
     stopped_tasks: row.stopped_tasks,
     // '' (no agent code, or a run stored before migration 7) reads back as absent
     ...(row.isolation ? { isolation: row.isolation } : {}),
+    // a run without faults (or written before migration 8) has no fault stamps
+    ...(row.fault_profile_hash
+      ? {
+          fault_profile_hash: row.fault_profile_hash,
+          fault_mode: row.fault_mode,
+          fault_rate: Number(row.fault_rate),
+          fault_sweep_id: row.fault_sweep_id,
+          fault_profile: row.fault_profile,
+        }
+      : {}),
   }
 }
 

@@ -8,6 +8,8 @@ import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
+import type { RunPlan, RunRecord } from '../core/contracts/index.js'
+import { canonicalJson } from '../core/faults.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
 import { getAdapter } from '../engine/adapters/index.js'
@@ -78,6 +80,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           now,
           priceTable,
           ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
+          ...(input.faults !== undefined ? { faults: input.faults } : {}),
         })
         const { grading } = execution
         const result = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
@@ -129,9 +132,23 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         stop_width: plan.sequential?.width ?? 0,
         stopped_tasks: stopped_tasks ?? [],
         isolation: isolationOf(plan.adapter, plan.adapter_config),
+        ...faultStampsOf(plan),
       })
       return startedAt
     },
+  }
+}
+
+/** The run record's fault stamps (RunPlan.faults); a run without faults keeps the defaults. */
+function faultStampsOf(plan: RunPlan): Partial<RunRecord> {
+  const faults = plan.faults
+  if (faults === undefined) return {}
+  return {
+    fault_profile_hash: faults.profile_hash,
+    fault_mode: faults.mode,
+    fault_rate: faults.rate,
+    fault_sweep_id: faults.sweep_id ?? '',
+    fault_profile: canonicalJson(faults.profile),
   }
 }
 

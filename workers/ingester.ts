@@ -13,6 +13,9 @@ import { SIGNATURE_HEADER, verifyMessage } from '../store/bus-auth.js'
 import { encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
 import { insertAttempts, insertBaselines, insertRuns } from '../store/repositories.js'
 import { insertAttemptGrading, insertJudgeOutcomes, insertRegrades, insertResolutions, insertStoredTraces } from '../store/grading-repositories.js'
+import { SweepRecord } from '../core/contracts/sweep.js'
+import { SWEEP_SUBJECT } from '../store/sweep-bus.js'
+import { insertSweeps } from '../store/sweep-repositories.js'
 import type { Logger } from '../engine/logger.js'
 
 export interface IngesterOptions {
@@ -204,7 +207,7 @@ interface BatchDeps {
 }
 
 /**
- * Inserts a batch's attempts, runs and baselines and acks their messages; malformed messages are
+ * Inserts a batch's attempts, runs, baselines and sweeps and acks their messages; malformed messages are
  * terminated, never retried. Messages that also carry grading rows go to the grading lane once the
  * attempt row is in. A failed insert naks every message for redelivery.
  */
@@ -220,6 +223,7 @@ async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
     await insertAttempts(store, [...sorted.attempts.values()], now)
     await insertRuns(store, sorted.runs)
     await insertBaselines(store, sorted.baselines)
+    await insertSweeps(store, sorted.sweeps, now)
   } catch (error) {
     logger.error({ err: error, messages: sorted.primary.length + sorted.graded.length }, 'insert failed; messages will be redelivered')
     for (const msg of [...sorted.primary, ...sorted.graded.map((g) => g.msg)]) msg.nak(1000)
@@ -238,6 +242,7 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, resultsKey: string | un
   const attempts = new Map<string, AttemptResult>()
   const runs: RunRecord[] = []
   const baselines: BaselineRecord[] = []
+  const sweeps: SweepRecord[] = []
   const primary: JsMsg[] = []
   const graded: { msg: JsMsg; add(): void }[] = []
   const rows = grading.rows
@@ -259,6 +264,9 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, resultsKey: string | un
     } else if (parsed.kind === 'run') {
       runs.push(parsed.value)
       primary.push(msg)
+    } else if (parsed.kind === 'sweep') {
+      sweeps.push(parsed.value)
+      primary.push(msg)
     } else {
       const value = parsed
       graded.push({
@@ -272,7 +280,7 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, resultsKey: string | un
       })
     }
   }
-  return { attempts, runs, baselines, primary, graded }
+  return { attempts, runs, baselines, sweeps, primary, graded }
 }
 
 type Parsed =
@@ -283,13 +291,16 @@ type Parsed =
   | { ok: true; kind: 'judge'; value: JudgeOutcome }
   | { ok: true; kind: 'regrade'; value: AttemptRegrade }
   | { ok: true; kind: 'review'; value: ReviewResolution }
+  | { ok: true; kind: 'sweep'; value: SweepRecord }
   | { ok: false; error: string }
 
 /** A parsed message whose Forge-Signature checks out under its run's key (store/bus-auth.ts); anything else is rejected. */
 function authenticated(parsed: Parsed, msg: JsMsg, resultsKey: string | undefined): Parsed {
   if (!parsed.ok || resultsKey === undefined) return parsed
   const signature = msg.headers?.get(SIGNATURE_HEADER)
-  if (verifyMessage(resultsKey, parsed.value.run_id, msg.subject, msg.data, signature === '' ? undefined : signature)) return parsed
+  // a sweep's messages are keyed by its sweep id, everything else by its run id
+  const keyId = 'run_id' in parsed.value ? parsed.value.run_id : parsed.value.sweep_id
+  if (verifyMessage(resultsKey, keyId, msg.subject, msg.data, signature === '' ? undefined : signature)) return parsed
   return { ok: false, error: `${signature ? 'a wrong' : 'no'} ${SIGNATURE_HEADER}: not signed by a Forge component holding the results key` }
 }
 
@@ -323,6 +334,10 @@ function parseMessage(msg: JsMsg): Parsed {
   if (msg.subject === subjects.review) {
     const r = ReviewResolution.safeParse(data)
     return r.success ? { ok: true, kind: 'review', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
+  }
+  if (msg.subject === SWEEP_SUBJECT) {
+    const r = SweepRecord.safeParse(data)
+    return r.success ? { ok: true, kind: 'sweep', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
   }
   if (msg.subject === subjects.run) {
     const r = RunRecord.safeParse(data)

@@ -14,9 +14,9 @@ export default class OtlpExport extends ForgeCommand {
     'injected faults and budget refusals as span events; grades, invariants, verdict and tier 2 as events of the grading span. ' +
     'The endpoint defaults to OTEL_EXPORTER_OTLP_ENDPOINT; /v1/traces is appended unless given.'
   static override examples = [
-    '<%= config.bin %> otlp-export --run-id r20261130024500-a1b2c3 --endpoint http://127.0.0.1:4318',
-    '<%= config.bin %> otlp-export --attempt-uid r20261130024500-a1b2c3/mock-1a2b3c4d/add/3 --endpoint https://otel.example.com/v1/traces --header "x-api-key=…"',
-    'OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 <%= config.bin %> otlp-export --json',
+    { description: 'Example (needs an OTLP collector and a stored run; test/integration/otlp-export.test.ts runs it).', command: '<%= config.bin %> otlp-export --run-id r20261130024500-a1b2c3 --endpoint http://127.0.0.1:4318' },
+    { description: 'Example (needs an OTLP collector and a stored run; test/integration/otlp-export.test.ts runs it).', command: '<%= config.bin %> otlp-export --attempt-uid r20261130024500-a1b2c3/mock-1a2b3c4d/add/3 --endpoint https://otel.example.com/v1/traces --header "x-api-key=…"' },
+    { description: 'Example (needs an OTLP collector and a stored run; test/integration/otlp-export.test.ts runs it).', command: 'OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 <%= config.bin %> otlp-export --json' },
   ]
   static override flags = {
     'run-id': Flags.string({ char: 'r', summary: 'The run to export (default: the latest).' }),

@@ -17,9 +17,9 @@ export default class Report extends ForgeCommand {
     'written into <report name>-traces/ beside the report.'
   static override examples = [
     '<%= config.bin %> report --out report.html',
-    '<%= config.bin %> report --run-id r20261130024500-a1b2c3 --out out/report.html --compare r20261129101500-0f0f0f',
+    '<%= config.bin %> report --run-id <run-id> --out out/report.html --compare <other-run-id>',
     '<%= config.bin %> report --baseline main --out report.html --max-traces 50',
-    '<%= config.bin %> report --run-id r20261130024500-a1b2c3 --out report.html --json',
+    '<%= config.bin %> report --run-id <run-id> --out report.html --json',
   ]
   static override flags = {
     'run-id': Flags.string({ char: 'r', summary: 'The run (default: the latest).' }),

@@ -17,10 +17,10 @@ export default class Trace extends ForgeCommand {
     'tokens, cost, arguments and results (redacted as stored), injected faults and budget refusals marked, the grader verdicts, ' +
     'the failure bucket and tier-2 localisation. Name the attempt by --attempt-uid, or by --run-id, --task and --attempt.'
   static override examples = [
-    '<%= config.bin %> trace --run-id r20261130024500-a1b2c3 --task add --attempt 3',
-    '<%= config.bin %> trace --run-id r20261130024500-a1b2c3 --task add --attempt 3 --out trace.html',
-    '<%= config.bin %> trace --attempt-uid r20261130024500-a1b2c3/mock-1a2b3c4d/add/3 --full',
-    '<%= config.bin %> trace --run-id r20261130024500-a1b2c3 --task add --attempt 0 --json',
+    { description: 'Example (needs a stored run of a suite with task add; test/integration/report-cli.test.ts runs forge trace).', command: '<%= config.bin %> trace --run-id r20261130024500-a1b2c3 --task add --attempt 3' },
+    { description: 'Example (needs a stored run of a suite with task add; test/integration/report-cli.test.ts runs forge trace).', command: '<%= config.bin %> trace --run-id r20261130024500-a1b2c3 --task add --attempt 3 --out trace.html' },
+    { description: 'Example (needs a stored run of a suite with task add; test/integration/report-cli.test.ts runs forge trace).', command: '<%= config.bin %> trace --attempt-uid r20261130024500-a1b2c3/mock-1a2b3c4d/add/3 --full' },
+    { description: 'Example (needs a stored run of a suite with task add; test/integration/report-cli.test.ts runs forge trace).', command: '<%= config.bin %> trace --run-id r20261130024500-a1b2c3 --task add --attempt 0 --json' },
   ]
   static override flags = {
     'run-id': Flags.string({ char: 'r', summary: 'The run the attempt belongs to.' }),

@@ -3,6 +3,7 @@
  * RunRecord (a run's metadata row).
  */
 import { z } from 'zod'
+import { FaultPlan } from './faults.js'
 
 
 /**
@@ -81,6 +82,8 @@ export const RunPlan = z.object({
   sequential: SequentialRule.optional(),
   /** absent: no judge activity is scheduled (the workflow history stays as before judging existed) */
   judge: JudgeSettings.optional(),
+  /** absent: no fault is injected (attempt inputs stay as before fault injection existed) */
+  faults: FaultPlan.optional(),
 })
 export type RunPlan = z.infer<typeof RunPlan>
 
@@ -111,6 +114,17 @@ export const RunRecord = z.object({
   stopped_tasks: z.array(z.string()).default([]),
   /** how agent code was isolated: sandbox, unsandboxed (--no-sandbox), in-process (module, sandbox: false); '' when the adapter runs none */
   isolation: z.string().optional(),
+  // fault stamps (issue 13); absent or '' = the run injected no faults
+  /** the fault profile the run injected (FaultPlan.profile_hash); compare warns when two runs differ */
+  fault_profile_hash: z.string().optional(),
+  /** `uniform`, `burst` or `mixed` */
+  fault_mode: z.string().optional(),
+  /** the nominal fail rate (the highest rule rate) */
+  fault_rate: z.number().min(0).max(1).optional(),
+  /** the runs of one `--fault-sweep` share it: the points of one recovery curve */
+  fault_sweep_id: z.string().optional(),
+  /** the profile as canonical JSON, for reports */
+  fault_profile: z.string().optional(),
 })
 export type RunRecord = z.infer<typeof RunRecord>
 

@@ -80,8 +80,8 @@ describe('the embedded bus', () => {
 
   it('lets each role do only its part', async () => {
     const worker = await asRole('worker')
-    // a worker cannot ask the store anything
-    await expect(worker.request(subjects.storeQuery, encodeJson({ sql: 'SELECT 1' }), { timeout: 1500 })).rejects.toThrow(/permission|timeout|no responders/i)
+    // a worker cannot consume the results stream in the ingester's place
+    await expect(worker.request('$JS.API.CONSUMER.MSG.NEXT.FORGE_RESULTS.forge-ingester', encodeJson({ batch: 1 }), { timeout: 1500 })).rejects.toThrow(/permission|timeout|no responders/i)
     const cli = await asRole('cli')
     // the CLI cannot publish attempt results
     await expect(jetstream(cli).publish(subjects.attempt, encodeJson({}), { timeout: 1500 })).rejects.toThrow(/permission|timeout/i)
