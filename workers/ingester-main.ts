@@ -20,14 +20,14 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   const store = await openClickHouse(location)
   const applied = await migrate(store)
   const nc = await connectBus(natsUrl, 'forge-ingester', 'ingester')
+  // with a results key every message must carry a valid signature; the embedded stack always has one
   const key = resultsKey()
-  // results are authenticated end to end: an ingester that cannot check them stores none
-  if (key === undefined) throw new ConfigError('no results key: set FORGE_RESULTS_KEY (the same hex key as the workers), or start the ingester with the stack (forge stack up), which generates one under FORGE_HOME')
+  if (key === undefined) logger.warn('results are not authenticated: no FORGE_RESULTS_KEY (give the workers, ingesters and CLI of a fleet the same hex key)')
   await ensureResultsStream(nc, { replicas })
   const serveQueries = location.kind === 'embedded'
   // reads get a connection of their own: chDB runs one statement at a time per connection
   const queryStore = serveQueries ? await openClickHouse(location) : undefined
-  const ingester = await startIngester({ nc, store, logger, serveQueries, resultsKey: key, ...(queryStore !== undefined ? { queryStore } : {}) })
+  const ingester = await startIngester({ nc, store, logger, serveQueries, ...(key !== undefined ? { resultsKey: key } : {}), ...(queryStore !== undefined ? { queryStore } : {}) })
   let stopping = false
   const health =
     healthPort === undefined
