@@ -168,6 +168,24 @@ describe('sandbox on this machine', () => {
     }
   })
 
+  it('gives a configured cwd read-only: the agent reads it, writes only to its tmpfs', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'forge-cwd-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    chmodSync(dir, 0o755)
+    writeFileSync(join(dir, 'notes.txt'), 'read me\n')
+    chmodSync(join(dir, 'notes.txt'), 0o644)
+    const script = "const fs = require('fs'); let w; try { fs.writeFileSync('x', '1'); w = 'wrote' } catch (e) { w = e.code } fs.writeFileSync('/tmp/y', '1'); console.log(JSON.stringify([process.cwd(), fs.readFileSync('notes.txt', 'utf8'), w, fs.readdirSync('/tmp')]))"
+    const sandbox = await openSandbox({ command: [process.execPath, '-e', script], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse({}), protectedPaths: [], ports: [], cwd: dir })
+    try {
+      const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
+      // (the cwd lies under /tmp here, so its mountpoint shows in the agent's tmpfs)
+      expect(JSON.parse(out.stdout)).toEqual([dir, 'read me\n', 'EROFS', [dir.split('/').pop(), 'y']])
+    } finally {
+      await sandbox.close()
+    }
+    expect(readdirSync(dir)).toEqual(['notes.txt'])
+  })
+
   it('takes the agent and everything it started down when the worker is SIGKILLed', async () => {
     const marker = `forge-orphan-${process.pid}`
     const stubborn = "process.on('SIGTERM', () => {}); setInterval(() => {}, 1 << 30)"
