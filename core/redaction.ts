@@ -202,7 +202,12 @@ export class Redactor {
 
   constructor(opts: RedactorOptions = {}) {
     this.secrets = [...(opts.secrets ?? [])]
-    this.keep = new Set(opts.keepPii ?? [])
+    this.keep = new Set((opts.keepPii ?? []).map((value) => canonicalValue(/@/.test(value) ? 'email' : 'card', value)))
+  }
+
+  /** The secret values this redactor searches for (secret_leak looks for the same). */
+  get knownSecrets(): readonly string[] {
+    return this.secrets
   }
 
   /** What was replaced so far. */
@@ -211,7 +216,8 @@ export class Redactor {
   }
 
   private label(kind: RedactionKind, value: string): string {
-    const id = `${kind}\u0000${value}`
+    // one card, address or number however it is written: `5500 0000 0000 0004` is 5500000000000004
+    const id = `${kind}\u0000${canonicalValue(kind, value)}`
     let label = this.labels.get(id)
     if (label === undefined) {
       const n = (this.perKind.get(kind) ?? 0) + 1
@@ -227,9 +233,7 @@ export class Redactor {
   }
 
   private keeps(finding: Finding): boolean {
-    if (!PII_KINDS.has(finding.kind)) return false
-    const normal = finding.kind === 'email' ? finding.value.toLowerCase() : finding.value
-    return this.keep.has(finding.value) || this.keep.has(normal)
+    return PII_KINDS.has(finding.kind) && this.keep.has(canonicalValue(finding.kind, finding.value))
   }
 
   /** `text` with every sensitive value replaced by its label. */
@@ -273,10 +277,17 @@ export class Redactor {
   }
 }
 
+/** The identity of a found value: card and phone numbers by their digits, emails case-insensitively. */
+function canonicalValue(kind: RedactionKind, value: string): string {
+  if (kind === 'card' || kind === 'phone') return value.replace(/\D/g, '')
+  if (kind === 'email') return value.toLowerCase()
+  return value
+}
+
 /** PII values found in `text` (e.g. a task's own files): what a `keepPii` list is built from. */
 export function piiValuesIn(text: string): string[] {
   const values = findSensitive(text)
     .filter((f) => PII_KINDS.has(f.kind))
-    .map((f) => (f.kind === 'email' ? f.value.toLowerCase() : f.value))
+    .map((f) => canonicalValue(f.kind, f.value))
   return [...new Set(values)]
 }

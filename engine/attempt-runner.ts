@@ -24,11 +24,13 @@ import { envQueriesOf, outputText } from '../core/graders/index.js'
 import { attemptKeyFor, attemptSeedOf, type AttemptKey } from '../core/identity.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
 import { costOf, type PriceTable } from '../core/pricing.js'
-import { gradeAttempt, judgementOf, type AttemptGrades } from './grading-pipeline.js'
+import { gradeAttempt, goldenTraceOf, judgementOf, type AttemptGrades } from './grading-pipeline.js'
 import type { RateLimiter } from './judge/rate-limit.js'
 import { resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewaySummary } from './llm/gateway.js'
 import { startEnvironment, type EnvironmentSession, type EnvironmentStart } from './env/lifecycle.js'
 import { environmentFixtures, type EnvironmentPool } from './env/pool.js'
+import { attemptRedactor, redactError, redactExecution } from './redact-attempt.js'
+import { resolveSecretRefs } from './secrets.js'
 import { createToolBox, type RecordingToolBox } from './tool-proxy.js'
 
 export interface ExecuteAttemptOptions {
@@ -56,6 +58,11 @@ export interface ExecuteAttemptOptions {
    * (FORGE_JUDGE_BASE_URL / FORGE_JUDGE_API_KEY, else OPENAI_BASE_URL / OPENAI_API_KEY).
    */
   judge?: { settings?: JudgeSettings | undefined; limiter?: RateLimiter | undefined }
+  /**
+   * Redact secrets and PII from everything the attempt hands back — result, trace, grading, thrown
+   * errors (engine/redact-attempt.ts); default true, `forge run --no-redact` turns it off.
+   */
+  redact?: boolean
 }
 
 /** Grading beyond tier 0/1: the deterministic metrics, tier 2/3 as known now, and what the judge worker is to do. */
@@ -161,11 +168,35 @@ interface RestoredEnvironment {
 }
 
 /**
- * Runs one attempt; returns the result to publish and the full trace it was graded on. Steps: seed
- * the environment → run the agent → capture the trace → grade (engine/grading-pipeline.ts) →
- * restore the environment → the result and the judgement.
+ * Runs one attempt; returns the result to publish and the full trace it was graded on, redacted
+ * (unless `redact: false`). Secrets the adapter config names by reference are resolved here, on the
+ * worker; graders and metrics see the raw trace, everything handed back is redacted with one
+ * redactor that knows those secrets and the worker's own.
  */
 export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptExecution> {
+  const processEnv = opts.env ?? process.env
+  const resolved = resolveSecretRefs(opts.adapterConfig, processEnv)
+  const keyEnv = typeof opts.adapterConfig['api_key_env'] === 'string' ? opts.adapterConfig['api_key_env'] : 'OPENAI_API_KEY'
+  const upstreamKey = processEnv[keyEnv]
+  const redactor = attemptRedactor({
+    task: opts.task,
+    golden: goldenTraceOf(opts.suite, opts.task),
+    processEnv,
+    secrets: [...resolved.secrets, ...(upstreamKey !== undefined ? [upstreamKey] : [])],
+  })
+  try {
+    const execution = await runAttemptUnredacted({ ...opts, adapterConfig: resolved.config }, redactor.knownSecrets)
+    return opts.redact === false ? execution : redactExecution(execution, redactor)
+  } catch (error) {
+    throw opts.redact === false ? error : redactError(error, redactor)
+  }
+}
+
+/**
+ * Steps of one attempt: seed the environment → run the agent → capture the trace → grade
+ * (engine/grading-pipeline.ts) → restore the environment → the result and the judgement.
+ */
+async function runAttemptUnredacted(opts: ExecuteAttemptOptions, secrets: readonly string[]): Promise<AttemptExecution> {
   const { suite, task } = opts
   const key = attemptKeyFor({ run_id: opts.runId, config_id: opts.configId, suite: suite.name, task_id: task.id, attempt: opts.attempt })
   const seed = attemptSeedOf(key, opts.runSeed)
@@ -188,6 +219,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     judge: opts.judge,
     processEnv: opts.env ?? process.env,
     harnessError: captured.harnessError,
+    secrets,
   })
   const gradingFinished = now()
   captured.trace.spans.push(span('grading', 'attempt', 'grading', 'grade', clock.since(gradingStarted), gradingFinished - gradingStarted, {}))
