@@ -6,7 +6,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { nanos } from '@nats-io/nats-core'
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream'
-import type { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
+import type { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecordInput, StoredTrace } from '../core/contracts/index.js'
 import { BusError } from './errors.js'
 
 export const RESULTS_STREAM = 'FORGE_RESULTS'
@@ -84,9 +84,11 @@ export async function publishAttemptResult(js: JetStreamClient, result: AttemptR
   }
 }
 
-export async function publishRunRecord(js: JetStreamClient, run: RunRecord): Promise<void> {
+export async function publishRunRecord(js: JetStreamClient, run: RunRecordInput): Promise<void> {
   try {
-    await js.publish(subjects.run, encodeJson(run), { msgID: `${run.run_id}@${run.status}`, timeout: 10_000 })
+    // a sealed record (its audit head set) is a new message, not a duplicate of the final one
+    const msgID = `${run.run_id}@${run.status}${run.audit_head ? `@${run.audit_head}` : ''}`
+    await js.publish(subjects.run, encodeJson(run), { msgID, timeout: 10_000 })
   } catch (error) {
     throw new BusError(`publishing run ${run.run_id} failed: ${(error as Error).message}`, { cause: error })
   }

@@ -1,5 +1,5 @@
 /** Pure row↔domain converters for the ClickHouse tables. */
-import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts/index.js'
+import { RunRecord, type AttemptResult, type BaselineRecord, type RunRecordInput } from '../core/contracts/index.js'
 
 /** ClickHouse DateTime64(3) text for an epoch-millisecond instant (UTC). */
 export function toChDateTime(ms: number): string {
@@ -81,6 +81,11 @@ export interface RunRow {
   judge_prompt_version: string
   stop_width: number
   stopped_tasks: string[]
+  // migration 7; absent from rows read before it
+  redacted?: number
+  guard_answers?: number
+  audit_head?: string
+  audit_signature?: string
 }
 
 export interface BaselineRow {
@@ -148,7 +153,8 @@ export function toolCallsToRows(a: AttemptResult, ingestedAt: number): ToolCallR
   }))
 }
 
-export function runToRow(r: RunRecord): RunRow {
+export function runToRow(input: RunRecordInput): RunRow {
+  const r = RunRecord.parse(input)
   return {
     run_id: r.run_id,
     suite: r.suite,
@@ -169,6 +175,10 @@ export function runToRow(r: RunRecord): RunRow {
     judge_prompt_version: r.judge_prompt_version,
     stop_width: r.stop_width,
     stopped_tasks: r.stopped_tasks,
+    redacted: r.redacted ? 1 : 0,
+    guard_answers: r.guard_answers ? 1 : 0,
+    audit_head: r.audit_head,
+    audit_signature: r.audit_signature,
   }
 }
 
@@ -193,6 +203,11 @@ export function rowToRun(row: RunRow): RunRecord {
     judge_prompt_version: row.judge_prompt_version,
     stop_width: Number(row.stop_width),
     stopped_tasks: row.stopped_tasks,
+    // rows written before migration 7 lack the columns: their defaults
+    redacted: row.redacted === undefined ? true : Number(row.redacted) === 1,
+    guard_answers: Number(row.guard_answers ?? 0) === 1,
+    audit_head: row.audit_head ?? '',
+    audit_signature: row.audit_signature ?? '',
   }
 }
 

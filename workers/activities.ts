@@ -12,7 +12,7 @@ import { selectJudgeMetrics } from '../core/metrics/index.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
 import { getAdapter } from '../engine/adapters/index.js'
 import { runAttempt as executeAttemptFully } from '../engine/attempt-runner.js'
-import { SuiteLoadError, UnknownAdapterError } from '../engine/errors.js'
+import { SecretRefError, SuiteLoadError, UnknownAdapterError } from '../engine/errors.js'
 import { PriceTableError } from '../engine/llm/errors.js'
 import { priceTableFor } from '../engine/llm/price-table.js'
 import type { Logger } from '../engine/logger.js'
@@ -70,6 +70,9 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           now,
           priceTable,
           ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
+          redact: input.no_redact !== true,
+        }).catch((error: unknown) => {
+          throw error instanceof SecretRefError ? ApplicationFailure.nonRetryable(error.message, 'SecretRefError') : error
         })
         const { grading } = execution
         const result = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
@@ -117,6 +120,8 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         judge_prompt_version: plan.judge_prompt_version ?? '',
         stop_width: plan.sequential?.width ?? 0,
         stopped_tasks: stopped_tasks ?? [],
+        redacted: plan.redact,
+        guard_answers: plan.guard_answers,
       })
       return startedAt
     },

@@ -79,6 +79,10 @@ export const RunPlan = z.object({
   sequential: SequentialRule.optional(),
   /** absent: no judge activity is scheduled (the workflow history stays as before judging existed) */
   judge: JudgeSettings.optional(),
+  /** false (`forge run --no-redact`): workers store secrets and PII as the agent produced them */
+  redact: z.boolean().default(true),
+  /** `forge run --guard-answers`: the tool proxy redacts the task's expected answers from tool arguments */
+  guard_answers: z.boolean().default(false),
 })
 export type RunPlan = z.infer<typeof RunPlan>
 
@@ -107,6 +111,16 @@ export const RunRecord = z.object({
   stop_width: z.number().nonnegative().default(0),
   /** tasks a sequential run stopped early because their interval was narrow enough */
   stopped_tasks: z.array(z.string()).default([]),
+  /** false: the run was started with --no-redact (secrets and PII stored as produced) */
+  redacted: z.boolean().default(true),
+  /** the run was started with --guard-answers */
+  guard_answers: z.boolean().default(false),
+  /** the head of the run's audit hash chain (core/audit.ts); '' until the run is sealed */
+  audit_head: z.string().default(''),
+  /** HMAC-SHA256 of the head under FORGE_AUDIT_KEY; '' without a key */
+  audit_signature: z.string().default(''),
 })
 export type RunRecord = z.infer<typeof RunRecord>
+/** A run record as written: the stamps with defaults may be left out. */
+export type RunRecordInput = z.input<typeof RunRecord>
 

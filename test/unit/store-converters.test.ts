@@ -104,8 +104,10 @@ describe('store converters', () => {
       seed: 'x', status: 'completed', started_at: 1_764_470_000_000, finished_at: 1_764_470_005_000, updated_at: 1_764_470_005_000,
       price_table_version: 'v1', price_table_date: '2026-11-30', suite_hash: 'ab'.repeat(32), judge_model: 'gpt-4o-mini',
       judge_prompt_version: 'p3', stop_width: 0.2, stopped_tasks: ['t2', 't5'],
+      redacted: false, guard_answers: true, audit_head: 'cd'.repeat(32), audit_signature: '',
     }
     expect(runToRow(run)).toMatchObject({
+      redacted: 0, guard_answers: 1, audit_head: 'cd'.repeat(32),
       price_table_version: 'v1', price_table_date: '2026-11-30', stop_width: 0.2, stopped_tasks: ['t2', 't5'], judge_prompt_version: 'p3',
     })
     expect(rowToRun(runToRow(run))).toEqual(run)
@@ -119,6 +121,7 @@ describe('store converters', () => {
     }
     expect(RunRecord.parse(old)).toEqual({
       ...old, price_table_date: '', suite_hash: '', judge_model: '', judge_prompt_version: '', stop_width: 0, stopped_tasks: [],
+      redacted: true, guard_answers: false, audit_head: '', audit_signature: '',
     })
   })
 
