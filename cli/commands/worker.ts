@@ -32,6 +32,8 @@ export default class Worker extends ForgeCommand {
       taskQueue: config.temporal.taskQueue,
       concurrency: flags.concurrency,
       ...(flags['worker-id'] ? { workerId: flags['worker-id'] } : {}),
+      logLevel: config.logLevel,
+      judge: config.judge.worker ? { taskQueue: config.judge.taskQueue, activitiesPerSecond: config.judge.rate, concurrency: config.judge.concurrency } : false,
     })
   }
 }
