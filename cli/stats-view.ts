@@ -21,6 +21,8 @@ export function printRunStats(log: (line: string) => void, stats: RunStats, opti
   const run = stats.run
   log(`run ${stats.run_id}${run ? `  suite ${run.suite}  adapter ${run.adapter}  status ${run.status}` : ''}`)
   log(stampLine(stats.stamps))
+  if (run?.redacted === false) log('not redacted: secrets and PII stored as produced (--no-redact)')
+  if (run?.guard_answers === true) log('answer guard on (--guard-answers): expected answers redacted from tool arguments')
   const ks = options.ks ? [...options.ks] : stats.ks.filter((k) => k > 1)
   for (const suite of stats.suites) {
     const tasks = stats.tasks.filter((t) => t.suite === suite.suite)

@@ -46,3 +46,22 @@ export function resolveSecretRefs(
   }
   return { config: walk(config, []) as Record<string, unknown>, secrets }
 }
+
+/** What resolving `config`'s references on this machine would fail on, one message per reference. */
+export function secretRefsMissing(config: Record<string, unknown>, env: NodeJS.ProcessEnv): string[] {
+  const problems: string[] = []
+  const walk = (value: unknown, path: string[]): void => {
+    if (isSecretRef(value)) {
+      try {
+        resolveSecretRefs({ ref: value }, env)
+      } catch (error) {
+        problems.push((error as Error).message.replace('adapter config ref:', `${path.join('.')}:`))
+      }
+      return
+    }
+    if (Array.isArray(value)) value.forEach((item, i) => walk(item, [...path, String(i)]))
+    else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) walk(v, [...path, k])
+  }
+  walk(config, [])
+  return problems
+}

@@ -19,6 +19,11 @@ export default class Run extends ForgeCommand {
     '<%= config.bin %> run --suite smoke --task echo_greeting --task sum_two_numbers --json',
     '<%= config.bin %> run --suite toy_math --attempts 200 --dry-run',
     '<%= config.bin %> run --suite smoke --attempts 100 --stop-at-width 0.3 --price-table ./prices/default.yaml',
+    '<%= config.bin %> run --suite smoke --attempts 3 --guard-answers',
+    {
+      description: 'An agent given an API key by reference, resolved by the worker and never stored (needs OPENAI_API_KEY in the environment).',
+      command: `<%= config.bin %> run --suite smoke --adapter subprocess --adapter-config '{"command":["node","examples/agents/echo-agent.mjs"],"env":{"OPENAI_API_KEY":{"from_env":"OPENAI_API_KEY"}}}'`,
+    },
     {
       description: 'A model-backed agent (needs an OpenAI-compatible model server).',
       command: 'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
@@ -54,6 +59,12 @@ export default class Run extends ForgeCommand {
     'golden-divergence': Flags.boolean({ summary: 'Tier 2: localize failed attempts of tasks with a golden trace (default on with --judge-model).', allowNo: true, default: true }),
     'judge-max-tokens': Flags.integer({ summary: 'Completion tokens per judge call (default 512).', min: 1 }),
     'judge-temperature': Flags.string({ summary: 'Judge sampling temperature (default 0).' }),
+    redact: Flags.boolean({
+      summary: 'Redact secrets and PII from everything workers publish (default on); --no-redact stores them as produced and is stamped on the run.',
+      allowNo: true,
+      default: true,
+    }),
+    'guard-answers': Flags.boolean({ summary: "Answer guard: redact the task's expected answers from tool arguments before the tool runs, record and count each interception." }),
   }
 
   async run(): Promise<RunReport | DryRunReport> {
@@ -93,6 +104,7 @@ function printRunReport(command: { log(line: string): void; warn(message: string
   if (report.attempts < report.expected_attempts - report.not_executed) {
     command.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
   }
+  if (report.run?.redacted === false) command.warn('not redacted (--no-redact): secrets and PII are stored as the agents produced them')
 }
 
 function printDryRun(log: (line: string) => void, plan: DryRunReport): void {

@@ -129,3 +129,23 @@ describe('secrets by reference', () => {
     await expect(runAttempt(options({ env: {} }))).rejects.toBeInstanceOf(SecretRefError)
   })
 })
+
+describe('log lines', () => {
+  it('redact messages, fields and errors (which keep their type)', async () => {
+    const { redactLogArgument } = await import('../../engine/logger.js')
+    const { Redactor } = await import('../../core/redaction.js')
+    const r = new Redactor({ secrets: [REF_SECRET] })
+    const error = new TypeError(`bad key ${REF_SECRET}`)
+    const logged = redactLogArgument({ err: error, to: EMAIL, n: 3 }, r) as { err: Error; to: string; n: number }
+    expect([logged.err instanceof TypeError, logged.err.message, logged.err.stack?.includes(REF_SECRET), logged.to, logged.n]).toEqual([
+      true,
+      'bad key [REDACTED:secret#1]',
+      false,
+      '[REDACTED:email#1]',
+      3,
+    ])
+    expect(redactLogArgument(`sent to ${EMAIL}`, r)).toBe('sent to [REDACTED:email#1]')
+    // the original error is left as it was
+    expect(error.message).toBe(`bad key ${REF_SECRET}`)
+  })
+})
