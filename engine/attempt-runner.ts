@@ -20,6 +20,7 @@ import {
   type ToolSpec,
 } from '../core/contracts/index.js'
 import type { EnvironmentView } from '../core/env-diff.js'
+import { expectedAnswersOf } from '../core/answer-guard.js'
 import { envQueriesOf, outputText } from '../core/graders/index.js'
 import { attemptKeyFor, attemptSeedOf, type AttemptKey } from '../core/identity.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
@@ -63,11 +64,13 @@ export interface ExecuteAttemptOptions {
    * errors (engine/redact-attempt.ts); default true, `forge run --no-redact` turns it off.
    */
   redact?: boolean
+  /** the answer guard (forge run --guard-answers): the task's expected answers are replaced in tool arguments before a tool runs */
+  guardAnswers?: boolean
 }
 
 /** Grading beyond tier 0/1: the deterministic metrics, tier 2/3 as known now, and what the judge worker is to do. */
 export interface AttemptGrading {
-  /** the 17 deterministic metrics, plus judge metrics the gate skipped */
+  /** the 18 deterministic metrics, plus judge metrics the gate skipped */
   metrics: MetricValue[]
   /** tier 2 / tier 3, revision 1 */
   judgement: Judgement
@@ -254,7 +257,8 @@ async function runAgent(
   const { key, environment, clock } = input
   const budget = task.budget
   const session = environment.session
-  const tools = createToolBox({ task, suite, attemptUid: key.attempt_uid, budget, startedAt: clock.startedAt, now: clock.now, ...(session !== undefined ? { env: session.handles } : {}) })
+  const guardAnswers = opts.guardAnswers === true ? { guardAnswers: expectedAnswersOf(task, goldenTraceOf(suite, task)) } : {}
+  const tools = createToolBox({ task, suite, attemptUid: key.attempt_uid, budget, startedAt: clock.startedAt, now: clock.now, ...(session !== undefined ? { env: session.handles } : {}), ...guardAnswers })
   const controller = new AbortController()
   // started on the adapter's first ctx.llm(), closed when the agent stopped
   let gateway: Promise<LlmGateway> | undefined
@@ -359,6 +363,7 @@ async function captureTrace(
   if (budgetLimit !== undefined) traceInput.budget_exhausted = budgetLimit
   if (output?.self_report !== undefined) traceInput.self_report = output.self_report
   if (output?.isolation_degraded !== undefined) traceInput.isolation_degraded = output.isolation_degraded
+  if (opts.guardAnswers === true) traceInput.answer_guard = true
 
   const parsedTrace = AgentTrace.safeParse(traceInput)
   if (parsedTrace.success) return { trace: parsedTrace.data, harnessError, envView, budgetLimit }
@@ -371,6 +376,7 @@ async function captureTrace(
     spans: spans.slice(0, 2 + tools.calls.length),
     duration_ms: traceInput.duration_ms,
     ...(budgetLimit !== undefined ? { budget_exhausted: budgetLimit } : {}),
+    ...(traceInput.answer_guard === true ? { answer_guard: true } : {}),
   })
   return { trace, harnessError, envView, budgetLimit }
 }

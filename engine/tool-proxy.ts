@@ -9,6 +9,7 @@
  */
 import type { Budget, BudgetLimit, Task, ToolCall, ToolSpec } from '../core/contracts/index.js'
 import type { FixtureHandle, LoadedSuite, ToolBox } from '../core/plugins.js'
+import { guardToolArgs, type GuardedAnswer } from '../core/answer-guard.js'
 import { validateToolArgs } from '../core/tool-args.js'
 
 export interface ToolBoxOptions {
@@ -21,6 +22,8 @@ export interface ToolBoxOptions {
   now?: () => number
   /** the attempt's environment instances, handed to every tool call (ToolRunContext.env) */
   env?: Readonly<Record<string, FixtureHandle>>
+  /** the answer guard: expected answers to replace in arguments before a tool runs (core/answer-guard.ts) */
+  guardAnswers?: readonly GuardedAnswer[]
 }
 
 export interface RecordingToolBox extends ToolBox {
@@ -113,16 +116,19 @@ export function createToolBox(opts: ToolBoxOptions): RecordingToolBox {
         : [`args: expected an object of named arguments, got ${Array.isArray(args) ? 'array' : args === null ? 'null' : typeof args}`]
     if (problems.length > 0) return refuse('malformed_tool_call', `invalid arguments for "${name}": ${problems.join('; ')}`, retryIndex)
 
+    // the tool receives the arguments without the task's expected answers; the call keeps what the agent sent
+    const guarded = opts.guardAnswers === undefined ? { args, intercepted: [] } : guardToolArgs(args, opts.guardAnswers)
+    const interception = guarded.intercepted.length > 0 ? { intercepted: guarded.intercepted } : {}
     try {
-      const result = await tool.run(args as Record<string, unknown>, { attemptUid, taskId: task.id, fixtures, env })
+      const result = await tool.run(guarded.args as Record<string, unknown>, { attemptUid, taskId: task.id, fixtures, env })
       return record(
-        { ...base, result, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) },
+        { ...base, ...interception, result, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) },
         { ok: true, result },
       )
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error)
       return record(
-        { ...base, error: message, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) },
+        { ...base, ...interception, error: message, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) },
         { ok: false, error: message },
       )
     }

@@ -55,6 +55,8 @@ export interface ToolCallRow {
   error: string
   refused: string
   injected_fault: string
+  /** the answer guard's interceptions (JSON list of answer sources); '' when none (migration 7) */
+  intercepted: string
   retry_index: number
   started_ms: number
   duration_ms: number
@@ -146,6 +148,7 @@ export function toolCallsToRows(a: AttemptResult, ingestedAt: number): ToolCallR
     error: c.error ?? '',
     refused: c.refused ?? '',
     injected_fault: c.injected_fault ?? '',
+    intercepted: c.intercepted === undefined ? '' : JSON.stringify(c.intercepted),
     retry_index: c.retry_index,
     started_ms: c.started_ms,
     duration_ms: c.duration_ms,

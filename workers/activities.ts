@@ -71,6 +71,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           priceTable,
           ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
           redact: input.no_redact !== true,
+          guardAnswers: input.guard_answers === true,
         }).catch((error: unknown) => {
           throw error instanceof SecretRefError ? ApplicationFailure.nonRetryable(error.message, 'SecretRefError') : error
         })

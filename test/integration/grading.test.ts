@@ -115,13 +115,13 @@ describe('grading on the embedded stack with a scripted judge', () => {
       'judge metric rows and tier-2 judgements',
     )
 
-    // every attempt: 17 deterministic metric rows, each with its version; a trace stored beside it
+    // every attempt: 18 deterministic metric rows, each with its version; a trace stored beside it
     const perKind = await query<{ kind: string; metrics: string; rows: string; versions: number[] }>(
-      'SELECT kind, uniqExact(metric) AS metrics, count() AS rows, groupUniqArray(metric_version) AS versions FROM metrics FINAL WHERE run_id = {run:String} GROUP BY kind ORDER BY kind',
+      'SELECT kind, uniqExact(metric) AS metrics, count() AS rows, arraySort(groupUniqArray(metric_version)) AS versions FROM metrics FINAL WHERE run_id = {run:String} GROUP BY kind ORDER BY kind',
       { run: runId },
     )
     expect(perKind.map((r) => ({ ...r, metrics: Number(r.metrics), rows: Number(r.rows) }))).toEqual([
-      { kind: 'deterministic', metrics: 17, rows: 17 * 40, versions: [1] },
+      { kind: 'deterministic', metrics: 18, rows: 18 * 40, versions: [1, 2] },
       { kind: 'judge', metrics: 2, rows: 80, versions: [1] },
     ])
     const [traces] = await query<{ n: string }>('SELECT count() AS n FROM traces FINAL WHERE run_id = {run:String}', { run: runId })
@@ -176,7 +176,7 @@ describe('grading on the embedded stack with a scripted judge', () => {
     const detail = json<ReviewDetail>(['review', 'show', target.attempt_uid])
     expect(detail.judgement.review_packet).toMatchObject({ task_id: 'count_words', golden: 'count_words', tier2: { status: 'errored' } })
     expect(detail.judgement.review_packet?.steps.length).toBeGreaterThan(0)
-    expect(detail.metrics.filter((m) => m.kind === 'deterministic')).toHaveLength(17)
+    expect(detail.metrics.filter((m) => m.kind === 'deterministic')).toHaveLength(18)
     expect(detail.trace).toMatchObject({ truncated: [] })
 
     const text = forge(['review', 'show', target.attempt_uid], stack.env)

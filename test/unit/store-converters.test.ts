@@ -77,6 +77,11 @@ describe('store converters', () => {
     })
   })
 
+  it("stores the answer guard's interceptions of a call as a JSON list", () => {
+    const guarded = { ...attempt, tool_calls: attempt.tool_calls.map((c) => ({ ...c, intercepted: ['outcome_graders[0].expected'] })) }
+    expect(toolCallsToRows(guarded, 0).map((row) => row.intercepted)).toEqual(['["outcome_graders[0].expected"]'])
+  })
+
   it('turns tool calls into rows keyed by attempt and index', () => {
     expect(toolCallsToRows(attempt, 0)).toEqual([
       {
@@ -90,6 +95,7 @@ describe('store converters', () => {
         error: 'boom',
         refused: 'malformed_tool_call',
         injected_fault: '',
+        intercepted: '',
         retry_index: 1,
         started_ms: 1,
         duration_ms: 2,
