@@ -6,7 +6,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { nanos } from '@nats-io/nats-core'
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream'
-import type { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecordInput, StoredTrace } from '../core/contracts/index.js'
+import type { AttemptRegrade, AttemptResult, AuditRecord, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecordInput, StoredTrace } from '../core/contracts/index.js'
 import { BusError } from './errors.js'
 
 export const RESULTS_STREAM = 'FORGE_RESULTS'
@@ -21,6 +21,8 @@ export const subjects = {
   judge: 'forge.results.judge',
   regrade: 'forge.results.regrade',
   review: 'forge.results.review',
+  /** audit entries of regrades and resolutions, and the links of a run's chain (app/audit.ts) */
+  audit: 'forge.results.audit',
   progress: (runId: string) => `forge.progress.${runId}`,
   storeQuery: 'forge.store.query',
   ingesterPing: 'forge.ingester.ping',
@@ -91,6 +93,15 @@ export async function publishRunRecord(js: JetStreamClient, run: RunRecordInput)
     await js.publish(subjects.run, encodeJson(run), { msgID, timeout: 10_000 })
   } catch (error) {
     throw new BusError(`publishing run ${run.run_id} failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** Publishes audit entries and chain links for the ingester to store; `id` dedups a republished record. */
+export async function publishAuditRecord(js: JetStreamClient, record: AuditRecord, id: string): Promise<void> {
+  try {
+    await js.publish(subjects.audit, encodeJson(record), { msgID: id, timeout: 10_000 })
+  } catch (error) {
+    throw new BusError(`publishing audit record ${id} failed: ${(error as Error).message}`, { cause: error })
   }
 }
 

@@ -8,7 +8,9 @@ import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
+import { auditEntryOf } from '../core/audit.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
+import { attemptAuditRows } from '../store/audit.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
 import { getAdapter } from '../engine/adapters/index.js'
 import { runAttempt as executeAttemptFully } from '../engine/attempt-runner.js'
@@ -76,9 +78,13 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           throw error instanceof SecretRefError ? ApplicationFailure.nonRetryable(error.message, 'SecretRefError') : error
         })
         const { grading } = execution
-        const result = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
+        const graded = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
+        const storedTrace = storedTraceOf(execution.result, execution.trace, grading.env, now())
+        // the content hash of what is stored, over the rows the ingester will insert; a judge worker replaces the judgement of a judged attempt
+        const judged = input.judge !== undefined && grading.judge !== undefined
+        const result = { ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, storedTrace, !judged)) }
         // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
-        await Promise.all([publishStoredTrace(deps.js, storedTraceOf(execution.result, execution.trace, grading.env, now())), publishAttemptResult(deps.js, result)])
+        await Promise.all([publishStoredTrace(deps.js, storedTrace), publishAttemptResult(deps.js, result)])
         publishProgress(deps.nc, input.run_id, {
           attempt_uid: result.attempt_uid,
           task_id: result.task_id,

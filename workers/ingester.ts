@@ -6,7 +6,8 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { jetstream, type JsMsg } from '@nats-io/jetstream'
 import type { NatsConnection, Subscription } from '@nats-io/transport-node'
-import { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
+import { AttemptRegrade, AttemptResult, AuditRecord, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
+import { insertAuditRecords } from '../store/audit.js'
 import { queryRows } from '../store/clickhouse.js'
 import { encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
 import { insertAttempts, insertBaselines, insertRuns } from '../store/repositories.js'
@@ -139,11 +140,11 @@ interface GradingLane {
   /** calls `flush` when the lane becomes due (once at a time) */
   schedule(flush: () => Promise<void>): void
   cancelSchedule(): void
-  rows: { attempts: AttemptResult[]; traces: Map<string, StoredTrace>; judged: JudgeOutcome[]; regrades: AttemptRegrade[]; resolutions: ReviewResolution[] }
+  rows: { attempts: AttemptResult[]; traces: Map<string, StoredTrace>; judged: JudgeOutcome[]; regrades: AttemptRegrade[]; resolutions: ReviewResolution[]; audits: AuditRecord[] }
 }
 
 function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: number, flushMs: number): GradingLane {
-  const lane = { attempts: [] as AttemptResult[], traces: new Map<string, StoredTrace>(), judged: [] as JudgeOutcome[], regrades: [] as AttemptRegrade[], resolutions: [] as ReviewResolution[], msgs: [] as JsMsg[], since: 0 }
+  const lane = { attempts: [] as AttemptResult[], traces: new Map<string, StoredTrace>(), judged: [] as JudgeOutcome[], regrades: [] as AttemptRegrade[], resolutions: [] as ReviewResolution[], audits: [] as AuditRecord[], msgs: [] as JsMsg[], since: 0 }
   let timer: NodeJS.Timeout | undefined
   return {
     rows: lane,
@@ -157,7 +158,7 @@ function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: n
     due: (stopping) => lane.msgs.length > 0 && (stopping || lane.msgs.length >= batchSize || Date.now() - lane.since >= flushMs),
     async ingest() {
       const taken = { ...lane, traces: [...lane.traces.values()] }
-      Object.assign(lane, { attempts: [], traces: new Map(), judged: [], regrades: [], resolutions: [], msgs: [], since: 0 })
+      Object.assign(lane, { attempts: [], traces: new Map(), judged: [], regrades: [], resolutions: [], audits: [], msgs: [], since: 0 })
       try {
         const now = Date.now()
         await insertAttemptGrading(store, taken.attempts, now)
@@ -165,6 +166,7 @@ function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: n
         await insertJudgeOutcomes(store, taken.judged, now)
         await insertRegrades(store, taken.regrades, now)
         await insertResolutions(store, taken.resolutions)
+        await insertAuditRecords(store, taken.audits, now)
       } catch (error) {
         logger.error({ err: error, messages: taken.msgs.length }, 'grading insert failed; messages will be redelivered')
         for (const msg of taken.msgs) msg.nak(1000)
@@ -260,6 +262,7 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, reject: (msg: JsMsg, pr
           if (value.kind === 'trace') rows.traces.set(value.value.attempt_uid, value.value)
           else if (value.kind === 'judge') rows.judged.push(value.value)
           else if (value.kind === 'regrade') rows.regrades.push(value.value)
+          else if (value.kind === 'audit') rows.audits.push(value.value)
           else rows.resolutions.push(value.value)
         },
       })
@@ -276,6 +279,7 @@ type Parsed =
   | { ok: true; kind: 'judge'; value: JudgeOutcome }
   | { ok: true; kind: 'regrade'; value: AttemptRegrade }
   | { ok: true; kind: 'review'; value: ReviewResolution }
+  | { ok: true; kind: 'audit'; value: AuditRecord }
   | { ok: false; error: string }
 
 function parseMessage(msg: JsMsg): Parsed {
@@ -308,6 +312,10 @@ function parseMessage(msg: JsMsg): Parsed {
   if (msg.subject === subjects.review) {
     const r = ReviewResolution.safeParse(data)
     return r.success ? { ok: true, kind: 'review', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
+  }
+  if (msg.subject === subjects.audit) {
+    const r = AuditRecord.safeParse(data)
+    return r.success ? { ok: true, kind: 'audit', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
   }
   if (msg.subject === subjects.run) {
     const r = RunRecord.safeParse(data)

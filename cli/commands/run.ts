@@ -105,6 +105,7 @@ function printRunReport(command: { log(line: string): void; warn(message: string
     command.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
   }
   if (report.run?.redacted === false) command.warn('not redacted (--no-redact): secrets and PII are stored as the agents produced them')
+  command.log(`audit head ${report.audit.head}${report.audit.signature !== '' ? ' (signed with FORGE_AUDIT_KEY)' : ''}: forge audit verify --run-id ${report.run_id} checks it`)
 }
 
 function printDryRun(log: (line: string) => void, plan: DryRunReport): void {
