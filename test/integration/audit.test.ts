@@ -3,7 +3,7 @@
  * record, printed at the end); `forge audit verify` finds it intact, and finds each kind of
  * tampering done to the stored rows with the stack down — an edited attempt, tool call or trace, a
  * deleted row, a forged row, reordered tool calls, two attempts' traces swapped, a replaced head —
- * naming the broken link, exit 1. A regrade extends the chain without rewriting it. With
+ * naming the broken link, exit 1. A regrade extends the chain without rewriting it (and is covered). With
  * FORGE_AUDIT_KEY the head is signed, and a chain rewritten whole fails. `npm run build` first.
  */
 import { spawnSync } from 'node:child_process'
@@ -150,6 +150,23 @@ describe('forge audit verify', () => {
       expect(text).toContain(`first broken link: `)
     })
   }
+
+  it('a regrade extends the chain without rewriting a link; the extended chain verifies, and tampering with a regrade is found', () => {
+    restore()
+    const before = verify().report
+    const regrade = forge(['regrade', '--run-id', runId, '--json'], stack.env)
+    expect(regrade.status, regrade.stderr).toBe(0)
+    const after = verify()
+    expect({ status: after.status, intact: after.report.intact, links: after.report.links }).toEqual({ status: 0, intact: true, links: 20 })
+    expect(after.report.head).not.toBe(before.head)
+    // the first ten links are the ones sealed by forge run, unchanged
+    const links = JSON.parse(forge(['sql', `SELECT seq, link_hash FROM audit_chain FINAL WHERE run_id = '${runId}' ORDER BY seq`, '--json'], stack.env).stdout) as { seq: number; link_hash: string }[]
+    expect(links.at(9)?.link_hash).toBe(before.head)
+    tamper(`ALTER TABLE attempt_grades UPDATE outcome = 'violation' WHERE run_id = '${runId}' AND attempt = 1 SETTINGS mutations_sync = 1`)
+    const caught = verify().report
+    expect(first(caught)).toMatchObject({ kind: 'edited_field', detail: expect.stringMatching(/^row attempt_grades .+@v2: outcome changed$/) })
+    expect(first(caught)?.seq).toBeGreaterThanOrEqual(10)
+  })
 
   it('signs the head with FORGE_AUDIT_KEY; a chain rewritten whole then fails the signature check', () => {
     restore()
