@@ -9,8 +9,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { readSetting, type ForgeConfig } from '../config/index.js'
 import { auditEntryOf, extendChain, signHead, verifyAudit, type AuditEntry, type AuditLink, type AuditReport } from '../core/audit.js'
 import type { AttemptRegrade, AuditRecord, ReviewResolution, RunRecord } from '../core/contracts/index.js'
+import type { AuditEntryHead } from '../core/audit.js'
 import { ConfigError } from '../core/errors.js'
-import { auditChain, auditEntries, auditRowsOfRun, countAuditEntries, insertAuditRecords, regradeAuditRows, regradeKey, resolutionAuditRows } from '../store/audit.js'
+import { auditChain, auditEntries, auditEntryHeads, auditRowsOfRun, countAuditEntries, insertAuditRecords, regradeAuditRows, regradeKey, resolutionAuditRows } from '../store/audit.js'
 import { connectBus, jetstream, publishAuditRecord, publishRunRecord } from '../store/bus.js'
 import { busReader } from '../store/bus-reader.js'
 import { openClickHouse, type StoreReader } from '../store/clickhouse.js'
@@ -59,7 +60,12 @@ async function writeAudit(config: ForgeConfig, record: AuditRecord, run: RunReco
   const nc = await connectBus(endpoints.natsUrl, 'forge-audit')
   try {
     const js = jetstream(nc)
-    if (record.entries.length > 0 || record.links.length > 0) await publishAuditRecord(js, record, id)
+    // in pieces that stay well under NATS's 1 MiB message limit
+    const pieces = [
+      ...chunks(record.entries, 200).map((entries) => ({ entries, links: [] })),
+      ...chunks(record.links, 2000).map((links) => ({ entries: [], links })),
+    ]
+    for (const [i, piece] of pieces.entries()) await publishAuditRecord(js, piece, `${id}#${i}`)
     if (run !== undefined) await publishRunRecord(js, run)
     const reader = busReader(nc)
     const deadline = Date.now() + 30_000
@@ -70,6 +76,12 @@ async function writeAudit(config: ForgeConfig, record: AuditRecord, run: RunReco
   } finally {
     await nc.drain().catch(() => undefined)
   }
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
 }
 
 /** Stores the audit entries of regrades and resolutions (their rows are stored already); seal their runs afterwards. */
@@ -110,9 +122,9 @@ export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: 
   const reader = await openReader(config)
   let run: RunRecord | undefined
   let chain: AuditLink[]
-  let entries: AuditEntry[]
+  let entries: AuditEntryHead[]
   try {
-    ;[run, chain, entries] = await Promise.all([getRun(reader, runId), auditChain(reader, runId), auditEntries(reader, runId)])
+    ;[run, chain, entries] = await Promise.all([getRun(reader, runId), auditChain(reader, runId), auditEntryHeads(reader, runId)])
   } finally {
     await reader.close()
   }
@@ -137,14 +149,17 @@ export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: 
 }
 
 /**
- * Waits (at most `timeoutMs`) until the store holds the audit entries of `attempts` attempts of the
- * run (the ingester stores them on its grading lane), then seals it.
+ * Waits (at most `timeoutMs`) until the store holds the audit entries of `stored.attempts` attempts
+ * and `stored.judged` judge outcomes of the run (the ingester stores them on its grading lane), then
+ * seals it.
  */
-export async function sealRunWhenStored(config: ForgeConfig, runId: string, attempts: number, timeoutMs: number): Promise<SealReport> {
+export async function sealRunWhenStored(config: ForgeConfig, runId: string, stored: { attempts: number; judged: number }, timeoutMs: number): Promise<SealReport> {
   const reader = await openReader(config)
   try {
     const deadline = Date.now() + timeoutMs
-    while ((await countAuditEntries(reader, runId, 'attempt')) < attempts && Date.now() < deadline) await sleep(100)
+    const landed = async (): Promise<boolean> =>
+      (await countAuditEntries(reader, runId, 'attempt')) >= stored.attempts && (stored.judged === 0 || (await countAuditEntries(reader, runId, 'judgement')) >= stored.judged)
+    while (!(await landed()) && Date.now() < deadline) await sleep(100)
   } finally {
     await reader.close()
   }

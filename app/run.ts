@@ -84,7 +84,7 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
       await waitForStorage(reader, plan.run_id, published, run.ingest_timeout_ms, onEvent)
       const stats = await getRunStats(reader, plan.run_id)
       // every stored result is hash-linked into the run's chain; its head goes on the run record
-      const audit = await sealRunWhenStored(config, plan.run_id, stats.attempts, run.ingest_timeout_ms)
+      const audit = await sealRunWhenStored(config, plan.run_id, { attempts: stats.attempts, judged: result.tally.judged ?? 0 }, run.ingest_timeout_ms)
       return {
         ...stats,
         run_id: plan.run_id,

@@ -15,7 +15,7 @@ import { createHash, createHmac } from 'node:crypto'
 export const AUDIT_VERSION = 1
 
 /** What kind of stored result an entry covers. */
-export type AuditEntryKind = 'attempt' | 'regrade' | 'resolution'
+export type AuditEntryKind = 'attempt' | 'judgement' | 'regrade' | 'resolution'
 
 /** One stored row: its table, its key within the entry, and its columns. */
 export interface AuditRow {
@@ -46,11 +46,14 @@ export interface AuditManifest {
 export interface AuditEntry {
   run_id: string
   entry_kind: AuditEntryKind
-  /** attempt_uid; `<attempt_uid>@v<grading version>` for a regrade; the resolution id */
+  /** attempt_uid; `<attempt_uid>@v<grading version>` for a judge worker's judgement or a regrade; the resolution id */
   entry_key: string
   content_hash: string
   manifest: AuditManifest
 }
+
+/** What a chain links of an entry: which result, and its content hash. */
+export type AuditEntryHead = Pick<AuditEntry, 'entry_kind' | 'entry_key' | 'content_hash'>
 
 /** One link of a run's chain (table `audit_chain`). */
 export interface AuditLink {
@@ -127,8 +130,8 @@ export function linkHashOf(link: Omit<AuditLink, 'link_hash' | 'run_id'>): strin
   return sha256(`${link.prev_hash}\n${link.seq}\n${link.entry_kind}\n${link.entry_key}\n${link.content_hash}`)
 }
 
-/** Kinds in the order a run is first sealed: attempts by key; later regrades and resolutions append. */
-const KIND_ORDER: Record<AuditEntryKind, number> = { attempt: 0, regrade: 1, resolution: 2 }
+/** Kinds in the order a run is first sealed: attempts by key, then the judge worker's judgements; later regrades and resolutions append. */
+const KIND_ORDER: Record<AuditEntryKind, number> = { attempt: 0, judgement: 1, regrade: 2, resolution: 3 }
 
 /** The fixed order of entries in a chain. */
 export function chainOrder(a: Pick<AuditEntry, 'entry_kind' | 'entry_key'>, b: Pick<AuditEntry, 'entry_kind' | 'entry_key'>): number {
@@ -139,7 +142,7 @@ export function chainOrder(a: Pick<AuditEntry, 'entry_kind' | 'entry_key'>, b: P
  * Links extending a chain whose last link is `tail` (none: a new chain) by `entries`, in the fixed
  * order. Returns the links and the new head.
  */
-export function extendChain(runId: string, tail: Pick<AuditLink, 'seq' | 'link_hash'> | undefined, entries: readonly AuditEntry[]): { links: AuditLink[]; head: string } {
+export function extendChain(runId: string, tail: Pick<AuditLink, 'seq' | 'link_hash'> | undefined, entries: readonly AuditEntryHead[]): { links: AuditLink[]; head: string } {
   let prev = tail?.link_hash ?? genesisHash(runId)
   let seq = tail === undefined ? 0 : tail.seq + 1
   const links = [...entries].sort(chainOrder).map((entry) => {

@@ -4,8 +4,8 @@
  * `audit_entries` and `audit_chain` tables, and reading a run's rows back for `forge audit verify`.
  */
 import type { ClickHouseClient } from '@clickhouse/client'
-import { entryId, type AuditEntry, type AuditEntryKind, type AuditLink, type AuditManifest, type AuditRow } from '../core/audit.js'
-import type { AttemptRegrade, AttemptResult, AuditRecord, ReviewResolution, StoredTrace } from '../core/contracts/index.js'
+import { entryId, type AuditEntry, type AuditEntryHead, type AuditEntryKind, type AuditLink, type AuditManifest, type AuditRow } from '../core/audit.js'
+import type { AttemptRegrade, AttemptResult, AuditRecord, JudgeOutcome, ReviewResolution, StoredTrace } from '../core/contracts/index.js'
 import type { StoreReader } from './clickhouse.js'
 import { attemptToRow, toChDateTime, toolCallsToRows } from './converters.js'
 import { judgementToRow, metricsToRows, regradeToRow, resolutionToRow, storedTraceToRow } from './grading-converters.js'
@@ -36,6 +36,17 @@ export function regradeAuditRows(regrade: AttemptRegrade): AuditRow[] {
     ...(regrade.judgement !== null ? [row('judgements', key, judgementToRow(regrade.judgement, 0))] : []),
   ]
 }
+
+/** The rows of a judge worker's outcome: its metric rows and revision-2 judgement, which replace the attempt worker's. */
+export function judgeAuditRows(outcome: JudgeOutcome): AuditRow[] {
+  const key = judgementKey(outcome)
+  return [
+    ...metricsToRows(outcome, outcome.grading_version, outcome.metrics, 0).map((r) => row('metrics', `${key}/${r.metric}`, r)),
+    ...(outcome.judgement !== null ? [row('judgements', key, judgementToRow(outcome.judgement, 0))] : []),
+  ]
+}
+
+export const judgementKey = (o: Pick<JudgeOutcome, 'attempt_uid' | 'grading_version'>): string => `${o.attempt_uid}@v${o.grading_version}`
 
 export const regradeKey = (r: Pick<AttemptRegrade, 'attempt_uid' | 'grading_version'>): string => `${r.attempt_uid}@v${r.grading_version}`
 
@@ -82,6 +93,11 @@ export async function auditEntries(reader: StoreReader, runId: string): Promise<
   return rows.map((r) => ({ ...r, manifest: JSON.parse(r.manifest) as AuditManifest }))
 }
 
+/** The run's entries without their manifests: what sealing links. */
+export async function auditEntryHeads(reader: StoreReader, runId: string): Promise<AuditEntryHead[]> {
+  return reader.query<AuditEntryHead>('SELECT entry_kind, entry_key, content_hash FROM audit_entries FINAL WHERE run_id = {run:String} ORDER BY entry_kind, entry_key', { run: runId })
+}
+
 export async function countAuditEntries(reader: StoreReader, runId: string, kind: AuditEntryKind): Promise<number> {
   const rows = await reader.query<{ n: string | number }>('SELECT count() AS n FROM audit_entries FINAL WHERE run_id = {run:String} AND entry_kind = {kind:String}', { run: runId, kind })
   return Number(rows[0]?.n ?? 0)
@@ -106,8 +122,10 @@ export async function auditRowsOfRun(reader: StoreReader, runId: string, entries
     q('SELECT * FROM attempt_grades FINAL WHERE run_id = {run:String}'),
     q('SELECT * FROM review_resolutions FINAL WHERE run_id = {run:String}'),
   ])
-  const listed = new Set(entries.flatMap((e) => e.manifest.rows.map((r) => `${r.table}\u0000${r.key}`)))
   const attemptEntries = new Set(entries.filter((e) => e.entry_kind === 'attempt').map((e) => e.entry_key))
+  const judgementEntries = new Set(entries.filter((e) => e.entry_kind === 'judgement').map((e) => e.entry_key))
+  const attemptRows = new Set(entries.filter((e) => e.entry_kind === 'attempt').flatMap((e) => e.manifest.rows.map((r) => `${r.table}\u0000${r.key}`)))
+  const attemptListed = (table: string, key: string): boolean => attemptRows.has(`${table}\u0000${key}`)
   const rows = new Map<string, AuditRow[]>()
   const unclaimed: AuditRow[] = []
   const claim = (kind: AuditEntryKind, key: string, r: AuditRow): void => {
@@ -138,15 +156,16 @@ export async function auditRowsOfRun(reader: StoreReader, runId: string, entries
     ['judgements', judgements, (r: Record<string, unknown>) => `${str(r, 'attempt_uid')}@v${version(r)}`],
   ] as const) {
     for (const r of source) {
-      const key = keyOf(r)
-      const audited = row(table, key, r)
+      const uid = str(r, 'attempt_uid')
       const v = version(r)
-      // a judgement or judge metric the entry does not list was left to the judge worker (its rows replace the worker's)
-      if (!listed.has(`${table}\u0000${key}`) && (table === 'judgements' || r['kind'] === 'judge')) continue
-      if (v === 1) {
-        if (attemptEntries.has(str(r, 'attempt_uid'))) claim('attempt', str(r, 'attempt_uid'), audited)
-        else unclaimed.push(audited)
-      } else claim('regrade', `${str(r, 'attempt_uid')}@v${v}`, audited)
+      const audited = row(table, keyOf(r), r)
+      if (v > 1) claim('regrade', `${uid}@v${v}`, audited)
+      else if (attemptListed(table, audited.key)) claim('attempt', uid, audited)
+      else if (table === 'judgements' || r['kind'] === 'judge') {
+        // left to the judge worker by the attempt's entry: the judge's own entry covers it (none: its outcome predates the audit trail)
+        if (judgementEntries.has(`${uid}@v1`)) claim('judgement', `${uid}@v1`, audited)
+      } else if (attemptEntries.has(uid)) claim('attempt', uid, audited)
+      else unclaimed.push(audited)
     }
   }
   const regradeEntries = new Set(entries.filter((e) => e.entry_kind === 'regrade').map((e) => e.entry_key))

@@ -38,6 +38,7 @@ export async function insertStoredTraces(client: ClickHouseClient, traces: reado
 export async function insertJudgeOutcomes(client: ClickHouseClient, outcomes: readonly JudgeOutcome[], ingestedAt: number): Promise<void> {
   await insert(client, 'metrics', outcomes.flatMap((o) => metricsToRows(o, o.grading_version, o.metrics, ingestedAt)))
   await insert(client, 'judgements', outcomes.flatMap((o) => (o.judgement ? [judgementToRow(o.judgement, ingestedAt)] : [])))
+  await insertAuditEntries(client, outcomes.flatMap((o) => (o.audit ? [o.audit] : [])), ingestedAt)
 }
 
 export async function insertRegrades(client: ClickHouseClient, regrades: readonly AttemptRegrade[], ingestedAt: number): Promise<void> {

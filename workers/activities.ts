@@ -80,9 +80,9 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         const { grading } = execution
         const graded = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
         const storedTrace = storedTraceOf(execution.result, execution.trace, grading.env, now())
-        // the content hash of what is stored, over the rows the ingester will insert; a judge worker replaces the judgement of a judged attempt
-        const judged = input.judge !== undefined && grading.judge !== undefined
-        const result = { ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, storedTrace, !judged)) }
+        // the content hash of what is stored, over the rows the ingester will insert; a judge worker that runs tier 2 replaces the judgement
+        const judgementReplaced = input.judge !== undefined && grading.judge?.golden_divergence === true
+        const result = { ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, storedTrace, !judgementReplaced)) }
         // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
         await Promise.all([publishStoredTrace(deps.js, storedTrace), publishAttemptResult(deps.js, result)])
         publishProgress(deps.nc, input.run_id, {

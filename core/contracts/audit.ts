@@ -5,7 +5,7 @@
  */
 import { z } from 'zod'
 
-const AuditEntryKind = z.enum(['attempt', 'regrade', 'resolution'])
+const AuditEntryKind = z.enum(['attempt', 'judgement', 'regrade', 'resolution'])
 
 export const AuditEntryMessage = z.object({
   run_id: z.string(),

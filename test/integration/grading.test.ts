@@ -6,6 +6,7 @@
  * into a new grading version, judge stamps that forge compare warns about.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { verifyRun } from '../../app/audit.js'
 import { runSuite, type RunReport } from '../../app/run.js'
 import { openReader } from '../../app/store-access.js'
 import type { JudgeAgreementReport } from '../../app/judge-agreement.js'
@@ -114,6 +115,9 @@ describe('grading on the embedded stack with a scripted judge', () => {
       },
       'judge metric rows and tier-2 judgements',
     )
+    // issue 11: each judge outcome is a result of its own in the run's audit chain, after the 40 attempts
+    const audit = await verifyRun(stack.config, runId)
+    expect({ intact: audit.intact, problems: audit.problems, links: audit.links }).toEqual({ intact: true, problems: [], links: 40 + (report.judged ?? 0) })
 
     // every attempt: 18 deterministic metric rows, each with its version; a trace stored beside it
     const perKind = await query<{ kind: string; metrics: string; rows: string; versions: number[] }>(
