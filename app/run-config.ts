@@ -5,7 +5,7 @@
  * once, naming the flag. The price table is its own field, never part of the adapter's settings.
  */
 import { z } from 'zod'
-import { JudgeSettings, SequentialRule } from '../core/contracts/index.js'
+import { FaultPlan, JudgeSettings, SequentialRule } from '../core/contracts/index.js'
 import { ConfigError } from '../core/errors.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import { secretsByValue } from '../core/secret-refs.js'
@@ -70,6 +70,8 @@ const RunConfigObject = z
     redact: z.boolean().default(true),
     /** --guard-answers: the tool proxy redacts the task's expected answers from tool arguments; stamped on the run */
     guard_answers: z.boolean().default(false),
+    /** the run's fault profile and its stamps (app/faults.ts: from --fault-profile or the --fault-* shorthand); absent: no faults */
+    faults: FaultPlan.optional(),
   })
   .strict()
 
@@ -113,6 +115,7 @@ const FLAGS: Record<string, string> = {
   'judge.golden_divergence': '--golden-divergence',
   redact: '--no-redact',
   guard_answers: '--guard-answers',
+  faults: '--fault-profile',
 }
 
 function labelOf(path: readonly PropertyKey[]): string {

@@ -4,7 +4,10 @@ import { Redactor, secretValuesOf } from '../core/redaction.js'
 
 export type { Logger }
 
-/** One structured logger per process role; JSON lines on stderr, at the process's FORGE_LOG_LEVEL unless given. */
+/**
+ * One structured logger per process role; JSON lines on stderr, at the process's FORGE_LOG_LEVEL unless
+ * given. Records without a category of their own are the process's bookkeeping: `scheduler` (core/log-records).
+ */
 export function createLogger(role: string, level: LogLevel = readSetting('logLevel')): Logger {
   // log lines go to files under FORGE_HOME: they are redacted like everything a worker publishes
   const secrets = secretValuesOf(process.env)
@@ -12,6 +15,7 @@ export function createLogger(role: string, level: LogLevel = readSetting('logLev
     {
       name: `forge-${role}`,
       level,
+      mixin: () => ({ category: 'scheduler' }),
       hooks: {
         logMethod(args, method) {
           const redactor = new Redactor({ secrets })

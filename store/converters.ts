@@ -42,6 +42,8 @@ export interface AttemptRow {
   started_at: string
   finished_at: string
   ingested_at: string
+  injected_faults: number
+  injected_fault_kinds: string[]
 }
 
 export interface ToolCallRow {
@@ -55,7 +57,7 @@ export interface ToolCallRow {
   error: string
   refused: string
   injected_fault: string
-  /** the answer guard's interceptions (JSON list of answer sources); '' when none (migration 7) */
+  /** the answer guard's interceptions (JSON list of answer sources); '' when none (migration 9) */
   intercepted: string
   retry_index: number
   started_ms: number
@@ -83,11 +85,16 @@ export interface RunRow {
   judge_prompt_version: string
   stop_width: number
   stopped_tasks: string[]
-  // migration 7; absent from rows read before it
+  // migration 9; absent from rows read before it
   redacted?: number
   guard_answers?: number
   audit_head?: string
   audit_signature?: string
+  fault_profile_hash: string
+  fault_mode: string
+  fault_rate: number
+  fault_sweep_id: string
+  fault_profile: string
 }
 
 export interface BaselineRow {
@@ -133,6 +140,8 @@ export function attemptToRow(a: AttemptResult, ingestedAt: number): AttemptRow {
     started_at: toChDateTime(a.started_at),
     finished_at: toChDateTime(a.finished_at),
     ingested_at: toChDateTime(ingestedAt),
+    injected_faults: a.injected_faults ?? 0,
+    injected_fault_kinds: a.injected_fault_kinds ?? [],
   }
 }
 
@@ -182,6 +191,11 @@ export function runToRow(input: RunRecordInput): RunRow {
     guard_answers: r.guard_answers ? 1 : 0,
     audit_head: r.audit_head,
     audit_signature: r.audit_signature,
+    fault_profile_hash: r.fault_profile_hash ?? '',
+    fault_mode: r.fault_mode ?? '',
+    fault_rate: r.fault_rate ?? 0,
+    fault_sweep_id: r.fault_sweep_id ?? '',
+    fault_profile: r.fault_profile ?? '',
   }
 }
 
@@ -206,11 +220,21 @@ export function rowToRun(row: RunRow): RunRecord {
     judge_prompt_version: row.judge_prompt_version,
     stop_width: Number(row.stop_width),
     stopped_tasks: row.stopped_tasks,
-    // rows written before migration 7 lack the columns: their defaults
+    // rows written before migration 9 lack the columns: their defaults
     redacted: row.redacted === undefined ? true : Number(row.redacted) === 1,
     guard_answers: Number(row.guard_answers ?? 0) === 1,
     audit_head: row.audit_head ?? '',
     audit_signature: row.audit_signature ?? '',
+    // a run without faults (or written before migration 8) has no fault stamps
+    ...(row.fault_profile_hash
+      ? {
+          fault_profile_hash: row.fault_profile_hash,
+          fault_mode: row.fault_mode,
+          fault_rate: Number(row.fault_rate),
+          fault_sweep_id: row.fault_sweep_id,
+          fault_profile: row.fault_profile,
+        }
+      : {}),
   }
 }
 

@@ -9,6 +9,8 @@ import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
 import { auditEntryOf } from '../core/audit.js'
+import type { RunPlan, RunRecord } from '../core/contracts/index.js'
+import { canonicalJson } from '../core/faults.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import { attemptAuditRows } from '../store/audit.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
@@ -20,6 +22,7 @@ import { loadPriceTable } from '../engine/llm/price-table.js'
 import type { Logger } from '../engine/logger.js'
 import { loadSuiteCached } from '../engine/suite-loader.js'
 import { storedTraceOf } from '../engine/trace-store.js'
+import { logAttempt } from '../engine/attempt-log.js'
 
 export interface ActivityDeps {
   nc: NatsConnection
@@ -72,6 +75,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           now,
           priceTable,
           ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
+          ...(input.faults !== undefined ? { faults: input.faults } : {}),
           redact: input.no_redact !== true,
           guardAnswers: input.guard_answers === true,
         }).catch((error: unknown) => {
@@ -85,12 +89,14 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         const result = { ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, storedTrace, !judgementReplaced)) }
         // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
         await Promise.all([publishStoredTrace(deps.js, storedTrace), publishAttemptResult(deps.js, result)])
+        logAttempt(deps.logger, storedTrace, result)
         publishProgress(deps.nc, input.run_id, {
           attempt_uid: result.attempt_uid,
           task_id: result.task_id,
           attempt: result.attempt,
           outcome: result.outcome,
           failure_bucket: result.failure_bucket,
+          worker_id: deps.workerId,
         })
         return {
           attempt_uid: result.attempt_uid,
@@ -129,9 +135,23 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         stopped_tasks: stopped_tasks ?? [],
         redacted: plan.redact,
         guard_answers: plan.guard_answers,
+        ...faultStampsOf(plan),
       })
       return startedAt
     },
+  }
+}
+
+/** The run record's fault stamps (RunPlan.faults); a run without faults keeps the defaults. */
+function faultStampsOf(plan: RunPlan): Partial<RunRecord> {
+  const faults = plan.faults
+  if (faults === undefined) return {}
+  return {
+    fault_profile_hash: faults.profile_hash,
+    fault_mode: faults.mode,
+    fault_rate: faults.rate,
+    fault_sweep_id: faults.sweep_id ?? '',
+    fault_profile: canonicalJson(faults.profile),
   }
 }
 

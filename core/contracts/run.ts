@@ -3,6 +3,7 @@
  * RunRecord (a run's metadata row).
  */
 import { z } from 'zod'
+import { FaultPlan } from './faults.js'
 
 
 /**
@@ -85,6 +86,8 @@ export const RunPlan = z.object({
   redact: z.boolean().default(true),
   /** `forge run --guard-answers`: the tool proxy redacts the task's expected answers from tool arguments */
   guard_answers: z.boolean().default(false),
+  /** absent: no fault is injected (attempt inputs stay as before fault injection existed) */
+  faults: FaultPlan.optional(),
 })
 export type RunPlan = z.infer<typeof RunPlan>
 
@@ -121,6 +124,17 @@ export const RunRecord = z.object({
   audit_head: z.string().default(''),
   /** HMAC-SHA256 of the head under FORGE_AUDIT_KEY; '' without a key */
   audit_signature: z.string().default(''),
+  // fault stamps (issue 13); absent or '' = the run injected no faults
+  /** the fault profile the run injected (FaultPlan.profile_hash); compare warns when two runs differ */
+  fault_profile_hash: z.string().optional(),
+  /** `uniform`, `burst` or `mixed` */
+  fault_mode: z.string().optional(),
+  /** the nominal fail rate (the highest rule rate) */
+  fault_rate: z.number().min(0).max(1).optional(),
+  /** the runs of one `--fault-sweep` share it: the points of one recovery curve */
+  fault_sweep_id: z.string().optional(),
+  /** the profile as canonical JSON, for reports */
+  fault_profile: z.string().optional(),
 })
 export type RunRecord = z.infer<typeof RunRecord>
 /** A run record as written: the stamps with defaults may be left out. */

@@ -215,7 +215,7 @@ describe('planRun', () => {
       guard_answers: false,
     })
     expect(unpriced.price_table).toBeUndefined()
-    expect(unpriced.price_table_version).toBe('2026-11-default')
+    expect(unpriced.price_table_version).toBe('2026-11-default.2')
   })
 
   it("gives the judge the configured task queue unless the run names one", async () => {
