@@ -193,6 +193,9 @@ describe('grading on the embedded stack with a scripted judge', () => {
     expect(stillOpen.map((e) => e.attempt_uid)).toEqual(open.slice(1).map((e) => e.attempt_uid))
     expect(json<ReviewQueueEntry[]>(['review', 'list', '--run-id', runId, '--state', 'resolved'])).toMatchObject([{ attempt_uid: target.attempt_uid, resolution: 'fail', reviewer: 'tester', resolutions: 1 }])
     expect(json<ReviewDetail>(['review', 'show', target.attempt_uid]).resolutions).toHaveLength(1)
+    // issue 11: the resolution extended the run's audit chain by one link, after the head forge run sealed
+    const audited = json<{ intact: boolean; links: number; problems: unknown[] }>(['audit', 'verify', '--run-id', runId])
+    expect({ intact: audited.intact, links: audited.links, problems: audited.problems }).toEqual({ intact: true, links: 40 + (report.judged ?? 0) + 1, problems: [] })
 
     const bad = forge(['review', 'resolve', target.attempt_uid, '--verdict', 'fail', '--failure-bucket', 'oops'], stack.env)
     expect(bad.status).toBe(2)
