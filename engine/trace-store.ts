@@ -32,7 +32,8 @@ export function storedTraceOf(result: AttemptResult, trace: AgentTrace, env: Env
     failure_bucket: result.failure_bucket,
     grades: result.grades,
     invariants: result.invariants,
-    trace,
+    // JSON has no undefined: a trace without an answer (the adapter threw) is stored with output null, or no store would accept it
+    trace: trace.output === undefined ? { ...trace, output: null } : trace,
     env: env ?? null,
     truncated: [],
     stored_at: storedAt,

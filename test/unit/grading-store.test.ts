@@ -1,6 +1,6 @@
 /** Row converters of the grading tables, and the stored trace kept under one message's size. */
 import { describe, expect, it } from 'vitest'
-import { AgentTrace, type AttemptResult, type Judgement, type MetricValue, type ReviewResolution } from '../../core/contracts/index.js'
+import { AgentTrace, StoredTrace, type AttemptResult, type Judgement, type MetricValue, type ReviewResolution } from '../../core/contracts/index.js'
 import type { EnvironmentView } from '../../core/env-diff.js'
 import { tier2Status } from '../../core/judge/divergence.js'
 import { judgementToRow, metricsToRows, regradeToRow, resolutionToRow, rowToJudgement, rowToMetric, rowToResolution, storedTraceToRow } from '../../store/grading-converters.js'
@@ -85,6 +85,11 @@ describe('stored traces', () => {
     expect(stored.trace).toEqual(trace)
     expect(stored.trace.self_report).toBe('claimed success')
     expect(storedTraceToRow(stored, 0)).toMatchObject({ ...key, bytes: Buffer.byteLength(JSON.stringify(stored)), truncated: [] })
+  })
+  it('stores the trace of an attempt without an answer (the adapter threw) with output null, so it survives JSON', () => {
+    const stored = storedTraceOf(result, { ...trace, output: undefined }, env, 5)
+    expect(StoredTrace.safeParse(JSON.parse(JSON.stringify(stored))).success).toBe(true)
+    expect(stored.trace.output).toBeNull()
   })
   it('cuts tool payloads, then the environment start texts, until it fits, and says what it cut', () => {
     const stored = storedTraceOf(result, trace, env, 5, 250_000)
