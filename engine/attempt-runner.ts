@@ -20,6 +20,7 @@ import {
   type ToolSpec,
 } from '../core/contracts/index.js'
 import type { EnvironmentView } from '../core/env-diff.js'
+import { RESULT_INSTRUCTION_BYTES } from '../core/message-size.js'
 import { envQueriesOf, outputText } from '../core/graders/index.js'
 import { attemptKeyFor, attemptSeedOf, type AttemptKey } from '../core/identity.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
@@ -383,12 +384,14 @@ function attemptResultOf(
     ...parts.key,
     adapter: adapter.name,
     outcome: graded.verdict.outcome,
-    validity: graded.verdict.validity,
+    // evidence that could not be restored is compromised (seed: quarantine that run): invalid, whatever the verdict
+    validity: restored.report?.status === 'quarantined' ? 'invalid' : graded.verdict.validity,
     failure_bucket: graded.verdict.failure_bucket,
     budget_limit: parts.captured.budgetLimit ?? null,
     grades: graded.grades,
     invariants: graded.invariants,
-    instruction: task.instruction,
+    // the verbatim instruction stays in the suite (suite_hash); a result carries at most its first 64 KiB, marked
+    instruction: truncateText(task.instruction, RESULT_INSTRUCTION_BYTES),
     output: truncateText(outputText(trace.output), LIMITS.outputBytes),
     self_report: truncateText(trace.self_report ?? '', LIMITS.errorBytes),
     error: truncateText(

@@ -68,6 +68,11 @@ export async function ensureResultsStream(nc: NatsConnection, opts: { replicas?:
   }
 }
 
+/** The largest message the connected server accepts (its INFO `max_payload`; NATS's default 1 MiB before INFO). */
+export function busMaxPayload(nc: NatsConnection): number {
+  return nc.info?.max_payload ?? 1024 * 1024
+}
+
 const encoder = new TextEncoder()
 
 export function encodeJson(value: unknown): Uint8Array {

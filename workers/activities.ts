@@ -7,7 +7,7 @@ import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
+import { busMaxPayload, publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
 import { getAdapter } from '../engine/adapters/index.js'
@@ -18,6 +18,7 @@ import { priceTableFor } from '../engine/llm/price-table.js'
 import type { Logger } from '../engine/logger.js'
 import { loadSuiteCached } from '../engine/suite-loader.js'
 import { storedTraceOf } from '../engine/trace-store.js'
+import { fitAttemptResult } from '../engine/message-fit.js'
 
 export interface ActivityDeps {
   nc: NatsConnection
@@ -72,7 +73,8 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
         })
         const { grading } = execution
-        const result = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
+        // a result over the bus's max_payload would be refused and lost: cut it (with markers) to fit
+        const result = fitAttemptResult({ ...execution.result, metrics: grading.metrics, judgement: grading.judgement }, busMaxPayload(deps.nc))
         // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
         await Promise.all([publishStoredTrace(deps.js, storedTraceOf(execution.result, execution.trace, grading.env, now())), publishAttemptResult(deps.js, result)])
         publishProgress(deps.nc, input.run_id, {
