@@ -6,7 +6,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { nanos } from '@nats-io/nats-core'
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream'
-import type { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
+import type { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecordInput, StoredTrace } from '../core/contracts/index.js'
 import { BusError } from './errors.js'
 
 export const RESULTS_STREAM = 'FORGE_RESULTS'
@@ -79,17 +79,23 @@ export function encodeJson(value: unknown): Uint8Array {
   return encoder.encode(JSON.stringify(value))
 }
 
+/**
+ * The msg id of a re-run's message: the completeness check re-runs an attempt whose result never
+ * reached the store, and JetStream must not drop that as a duplicate of one it saw but lost.
+ */
+const republished = (msgId: string, round: number | undefined): string => (round === undefined ? msgId : `${msgId}#rerun-${round}`)
+
 /** Publishes one attempt's result; JetStream drops a second publish with the same attempt_uid. */
-export async function publishAttemptResult(js: JetStreamClient, result: AttemptResult): Promise<{ duplicate: boolean }> {
+export async function publishAttemptResult(js: JetStreamClient, result: AttemptResult, republish?: number): Promise<{ duplicate: boolean }> {
   try {
-    const ack = await js.publish(subjects.attempt, encodeJson(result), { msgID: result.attempt_uid, timeout: 10_000 })
+    const ack = await js.publish(subjects.attempt, encodeJson(result), { msgID: republished(result.attempt_uid, republish), timeout: 10_000 })
     return { duplicate: ack.duplicate }
   } catch (error) {
     throw new BusError(`publishing attempt ${result.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
   }
 }
 
-export async function publishRunRecord(js: JetStreamClient, run: RunRecord): Promise<void> {
+export async function publishRunRecord(js: JetStreamClient, run: RunRecordInput): Promise<void> {
   try {
     await js.publish(subjects.run, encodeJson(run), { msgID: `${run.run_id}@${run.status}`, timeout: 10_000 })
   } catch (error) {
@@ -136,9 +142,9 @@ export function traceKey(attemptUid: string): string {
  * Publishes an attempt's full trace (with what it was graded on) on its own subject of the results
  * stream: the ingester stores it (table `traces`) and the judge worker reads it back by attempt_uid.
  */
-export async function publishStoredTrace(js: JetStreamClient, stored: StoredTrace): Promise<void> {
+export async function publishStoredTrace(js: JetStreamClient, stored: StoredTrace, republish?: number): Promise<void> {
   try {
-    await js.publish(subjects.trace(stored.attempt_uid), encodeJson(stored), { msgID: `trace/${stored.attempt_uid}`, timeout: 10_000 })
+    await js.publish(subjects.trace(stored.attempt_uid), encodeJson(stored), { msgID: republished(`trace/${stored.attempt_uid}`, republish), timeout: 10_000 })
   } catch (error) {
     throw new BusError(`publishing the trace of attempt ${stored.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
   }
@@ -190,5 +196,48 @@ export async function publishReviewResolution(js: JetStreamClient, resolution: R
     await js.publish(subjects.review, encodeJson(resolution), { msgID: `review/${resolution.resolution_id}`, timeout: 10_000 })
   } catch (error) {
     throw new BusError(`publishing review resolution ${resolution.resolution_id} failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** How far the ingester has got through the results stream. */
+export interface IngestProgress {
+  /** the stream's last sequence when the wait began: everything published before it */
+  target: number
+  /** the ingester consumer's ack floor (every message up to it is stored, or rejected) */
+  acked: number
+  /** messages not yet delivered plus delivered but not acked */
+  pending: number
+}
+
+/**
+ * Waits until the ingester has acked every message published to the results stream before the call
+ * (its ack floor reaches the stream's last sequence then), calling `onWait` between polls. Returns the
+ * progress seen last and whether it caught up within `timeoutMs`.
+ */
+export async function waitForIngestedBacklog(
+  nc: NatsConnection,
+  opts: { timeoutMs: number; pollMs?: number; onWait?: (progress: IngestProgress) => void },
+): Promise<{ caughtUp: boolean; progress: IngestProgress }> {
+  const deadline = Date.now() + opts.timeoutMs
+  let jsm: Awaited<ReturnType<typeof jetstreamManager>>
+  let target: number
+  try {
+    jsm = await jetstreamManager(nc)
+    target = (await jsm.streams.info(RESULTS_STREAM)).state.last_seq
+  } catch (error) {
+    throw new BusError(`reading the results stream failed: ${(error as Error).message}`, { cause: error })
+  }
+  for (;;) {
+    let progress: IngestProgress
+    try {
+      const consumer = await jsm.consumers.info(RESULTS_STREAM, INGESTER_CONSUMER)
+      progress = { target, acked: consumer.ack_floor.stream_seq, pending: consumer.num_pending + consumer.num_ack_pending }
+    } catch (error) {
+      throw new BusError(`reading the ingester's consumer failed: ${(error as Error).message}`, { cause: error })
+    }
+    if (progress.acked >= target || progress.pending === 0) return { caughtUp: true, progress }
+    if (Date.now() >= deadline) return { caughtUp: false, progress }
+    opts.onWait?.(progress)
+    await new Promise((resolve) => setTimeout(resolve, opts.pollMs ?? 100))
   }
 }

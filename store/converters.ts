@@ -81,6 +81,11 @@ export interface RunRow {
   judge_prompt_version: string
   stop_width: number
   stopped_tasks: string[]
+  planned_attempts: number
+  final_stored: number
+  missing_count: number
+  missing_sample: string[]
+  harness_errors: number
 }
 
 export interface BaselineRow {
@@ -169,6 +174,11 @@ export function runToRow(r: RunRecord): RunRow {
     judge_prompt_version: r.judge_prompt_version,
     stop_width: r.stop_width,
     stopped_tasks: r.stopped_tasks,
+    planned_attempts: r.planned_attempts,
+    final_stored: r.final_stored,
+    missing_count: r.missing_count,
+    missing_sample: r.missing_sample,
+    harness_errors: r.harness_errors,
   }
 }
 
@@ -193,6 +203,11 @@ export function rowToRun(row: RunRow): RunRecord {
     judge_prompt_version: row.judge_prompt_version,
     stop_width: Number(row.stop_width),
     stopped_tasks: row.stopped_tasks,
+    planned_attempts: Number(row.planned_attempts ?? 0),
+    final_stored: Number(row.final_stored ?? 0),
+    missing_count: Number(row.missing_count ?? 0),
+    missing_sample: row.missing_sample ?? [],
+    harness_errors: Number(row.harness_errors ?? 0),
   }
 }
 

@@ -8,6 +8,7 @@ import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { busMaxPayload, publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
+import { attemptRefText } from '../core/completeness.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
 import { getAdapter } from '../engine/adapters/index.js'
@@ -76,7 +77,10 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         // a result over the bus's max_payload would be refused and lost: cut it (with markers) to fit
         const result = fitAttemptResult({ ...execution.result, metrics: grading.metrics, judgement: grading.judgement }, busMaxPayload(deps.nc))
         // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
-        await Promise.all([publishStoredTrace(deps.js, storedTraceOf(execution.result, execution.trace, grading.env, now())), publishAttemptResult(deps.js, result)])
+        await Promise.all([
+          publishStoredTrace(deps.js, storedTraceOf(execution.result, execution.trace, grading.env, now()), input.republish),
+          publishAttemptResult(deps.js, result, input.republish),
+        ])
         publishProgress(deps.nc, input.run_id, {
           attempt_uid: result.attempt_uid,
           task_id: result.task_id,
@@ -95,7 +99,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
       }
     },
 
-    async recordRunStatus({ plan, status, started_at, stopped_tasks }: RunStatusInput): Promise<number> {
+    async recordRunStatus({ plan, status, started_at, stopped_tasks, completeness }: RunStatusInput): Promise<number> {
       const at = now()
       const startedAt = started_at ?? at
       await publishRunRecord(deps.js, {
@@ -119,6 +123,15 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         judge_prompt_version: plan.judge_prompt_version ?? '',
         stop_width: plan.sequential?.width ?? 0,
         stopped_tasks: stopped_tasks ?? [],
+        planned_attempts: plan.task_ids.length * plan.attempts,
+        ...(completeness !== undefined
+          ? {
+              final_stored: completeness.stored,
+              missing_count: completeness.missing_count,
+              missing_sample: completeness.missing.slice(0, 50).map(attemptRefText),
+              harness_errors: completeness.harness_errors,
+            }
+          : {}),
       })
       return startedAt
     },

@@ -4,7 +4,10 @@ import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { connectBus, jetstream } from '../store/bus.js'
+import { busReader } from '../store/bus-reader.js'
+import { directReader, openClickHouse } from '../store/clickhouse.js'
 import { createActivities } from './activities.js'
+import { createReconcileActivities } from './reconcile.js'
 import { createJudgeActivities } from './judge/activities.js'
 import { judgeTaskQueue } from '../engine/judge/queue.js'
 import { createLogger } from '../engine/logger.js'
@@ -15,6 +18,8 @@ export interface WorkerOptions {
   taskQueue: string
   natsUrl: string
   workerId?: string
+  /** a ClickHouse server to read the store from (fleet); unset: ask the ingester over NATS (embedded) */
+  clickhouseUrl?: string
   /** attempts this process runs at once */
   concurrency?: number
   /** exit when the parent process (a `forge run`) goes away */
@@ -34,6 +39,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   const logger = createLogger('worker').child({ worker_id: workerId })
   const nc = await connectBus(opts.natsUrl, `forge-worker-${workerId}`)
   const connection = await NativeConnection.connect({ address: opts.temporalAddress })
+  const reader = opts.clickhouseUrl !== undefined ? directReader(await openClickHouse({ kind: 'server', url: opts.clickhouseUrl })) : busReader(nc)
   const bundlePath = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
   const worker = await Worker.create({
     connection,
@@ -43,7 +49,11 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     ...(existsSync(bundlePath)
       ? { workflowBundle: { codePath: bundlePath } }
       : { workflowsPath: fileURLToPath(new URL('../workflows/index.js', import.meta.url)) }),
-    activities: createActivities({ nc, js: jetstream(nc), workerId, logger }),
+    activities: {
+      ...createActivities({ nc, js: jetstream(nc), workerId, logger }),
+      // the completeness check at the end of a run reads the store the way every other reader does
+      ...createReconcileActivities({ nc, reader, logger }),
+    },
     maxConcurrentActivityTaskExecutions: opts.concurrency ?? 100,
     maxConcurrentWorkflowTaskExecutions: 40,
     shutdownGraceTime: '5s',
@@ -95,6 +105,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     if (parentWatch) clearInterval(parentWatch)
     process.off('SIGTERM', onSignal)
     process.off('SIGINT', onSignal)
+    await reader.close().catch(() => undefined)
     await nc.drain().catch(() => undefined)
     await connection.close()
   }

@@ -17,6 +17,7 @@ runWorker({
   namespace: env['FORGE_TEMPORAL_NAMESPACE'] ?? 'default',
   taskQueue: env['FORGE_TASK_QUEUE'] ?? 'forge-attempts',
   ...(env['FORGE_WORKER_ID'] ? { workerId: env['FORGE_WORKER_ID'] } : {}),
+  ...(env['FORGE_CLICKHOUSE_URL'] ? { clickhouseUrl: env['FORGE_CLICKHOUSE_URL'] } : {}),
   concurrency: Number(env['FORGE_WORKER_CONCURRENCY'] ?? 100),
   exitWithParent: env['FORGE_EXIT_WITH_PARENT'] === '1',
   // judge activities: their own queue, FORGE_JUDGE_RATE activities per second across it

@@ -32,6 +32,7 @@ export default class Worker extends ForgeCommand {
       taskQueue: config.temporal.taskQueue,
       concurrency: flags.concurrency,
       ...(flags['worker-id'] ? { workerId: flags['worker-id'] } : {}),
+      ...(config.clickhouseUrl !== undefined ? { clickhouseUrl: config.clickhouseUrl } : {}),
     })
   }
 }

@@ -1,0 +1,92 @@
+/**
+ * Completeness of a run: what was planned against what the store holds. A run ends `completed` only
+ * when every planned attempt is stored exactly once; `incomplete` when some are missing (its report
+ * names them); `degraded` when harness errors exceed 2% of its attempts (seed aeh: such a run is not
+ * a valid measurement, and the report says so). Pure: the workflow and the CLI both decide with it.
+ */
+
+/** Harness errors above this share of a run's attempts make the run `degraded`. */
+export const HARNESS_ERROR_LIMIT = 0.02
+
+/** How many missing attempts a report lists by name (the count is always exact). */
+export const MISSING_LISTED = 1000
+
+/** One planned attempt, by task and attempt index. */
+export interface AttemptRef {
+  task_id: string
+  attempt: number
+}
+
+/** The store against the plan, as the completeness check found it. */
+export interface CompletenessReport {
+  planned: number
+  /** planned attempts the store holds (each counted once) */
+  stored: number
+  missing_count: number
+  /** the first MISSING_LISTED missing attempts, in plan order */
+  missing: AttemptRef[]
+  /** rows beyond one per attempt_uid, read with FINAL: always 0 unless the store's dedup broke */
+  doubled: number
+  harness_errors: number
+}
+
+/** What RunWorkflow found at its end: the last report, how many attempts it re-ran, or why it could not check. */
+export interface RunCompleteness extends CompletenessReport {
+  /** attempts re-run because their result was missing */
+  rerun: number
+  /** the store could not be checked (the reason); the run is then `incomplete` */
+  unchecked?: string
+}
+
+export type FinalRunStatus = 'completed' | 'degraded' | 'incomplete'
+
+/** The attempts of `taskIds × attempts` whose index is not in `stored` (per task), in plan order. */
+export function missingAttempts(
+  plan: { task_ids: readonly string[]; attempts: number },
+  stored: ReadonlyMap<string, ReadonlySet<number>>,
+  listed = MISSING_LISTED,
+): { count: number; missing: AttemptRef[]; stored: number } {
+  const missing: AttemptRef[] = []
+  let count = 0
+  let storedCount = 0
+  for (const taskId of plan.task_ids) {
+    const have = stored.get(taskId)
+    for (let attempt = 0; attempt < plan.attempts; attempt++) {
+      if (have?.has(attempt)) {
+        storedCount++
+        continue
+      }
+      count++
+      if (missing.length < listed) missing.push({ task_id: taskId, attempt })
+    }
+  }
+  return { count, missing, stored: storedCount }
+}
+
+/** completed, degraded (harness errors over 2%) or incomplete (anything missing, or not checked). */
+export function finalRunStatus(c: Pick<RunCompleteness, 'missing_count' | 'stored' | 'harness_errors' | 'unchecked'>): FinalRunStatus {
+  if (c.unchecked !== undefined || c.missing_count > 0) return 'incomplete'
+  if (c.stored > 0 && c.harness_errors / c.stored > HARNESS_ERROR_LIMIT) return 'degraded'
+  return 'completed'
+}
+
+/** `echo#3` — how a missing attempt is named in messages and on the run record. */
+export function attemptRefText(ref: AttemptRef): string {
+  return `${ref.task_id}#${ref.attempt}`
+}
+
+/** "stored 145/200; missing: echo#3, echo#7, … (and 50 more)" — the line an incomplete run ends with. */
+export function describeCompleteness(c: Pick<RunCompleteness, 'planned' | 'stored' | 'missing_count' | 'missing' | 'unchecked'>, shown = 10): string {
+  if (c.unchecked !== undefined) return `stored ${c.stored}/${c.planned}; the store could not be checked: ${c.unchecked}`
+  const head = `stored ${c.stored}/${c.planned}`
+  if (c.missing_count === 0) return head
+  const names = c.missing.slice(0, shown).map(attemptRefText)
+  const more = c.missing_count - names.length
+  return `${head}; missing: ${names.join(', ')}${more > 0 ? ` (and ${more} more)` : ''}`
+}
+
+/** "harness errors in 7 of 200 attempts (3.5%, over the 2% limit)" — the banner of a degraded run. */
+export function describeHarnessErrors(c: Pick<RunCompleteness, 'stored' | 'harness_errors'>): string {
+  const share = c.stored === 0 ? 0 : c.harness_errors / c.stored
+  return `harness errors in ${c.harness_errors} of ${c.stored} attempts (${(share * 100).toFixed(1)}%, over the ${HARNESS_ERROR_LIMIT * 100}% limit): this run is not a valid measurement`
+}
