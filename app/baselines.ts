@@ -26,7 +26,7 @@ export interface SetBaselineRequest {
   name: string
   /** default: `git rev-parse HEAD` in the working directory, else empty */
   commit?: string
-  /** default: $FORGE_AGENT_VERSION, else the run's config id */
+  /** default: FORGE_AGENT_VERSION (config.agentVersion), else the run's config id */
   agentVersion?: string
   note?: string
   now?: () => number
@@ -47,7 +47,7 @@ export async function setBaseline(config: ForgeConfig, request: SetBaselineReque
       run_id: runId,
       suite: run.suite,
       commit_hash: (request.commit ?? gitHead() ?? '').toLowerCase(),
-      agent_version: request.agentVersion ?? process.env['FORGE_AGENT_VERSION'] ?? run.config_id,
+      agent_version: request.agentVersion ?? config.agentVersion ?? run.config_id,
       note: request.note ?? '',
       created_at: (request.now ?? Date.now)(),
     })

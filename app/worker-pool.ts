@@ -2,6 +2,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
+import { settingsEnv } from '../config/index.js'
 import { distEntry } from '../stack/paths.js'
 
 export interface WorkerPool {
@@ -30,15 +31,18 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     try {
       return fork(entry, [], {
         stdio: ['ignore', fd, fd, 'ipc'],
+        // the rest of the worker's settings (judge, log level) it inherits from this process's environment
         env: {
           ...process.env,
-          FORGE_TEMPORAL_ADDRESS: opts.temporalAddress,
-          FORGE_NATS_URL: opts.natsUrl,
-          FORGE_TEMPORAL_NAMESPACE: opts.namespace,
-          FORGE_TASK_QUEUE: opts.taskQueue,
-          FORGE_WORKER_ID: `${opts.runId}-w${i}`,
-          FORGE_WORKER_CONCURRENCY: String(opts.concurrency),
-          FORGE_EXIT_WITH_PARENT: '1',
+          ...settingsEnv({
+            temporalAddress: opts.temporalAddress,
+            natsUrl: opts.natsUrl,
+            temporalNamespace: opts.namespace,
+            taskQueue: opts.taskQueue,
+            workerId: `${opts.runId}-w${i}`,
+            workerConcurrency: opts.concurrency,
+            exitWithParent: true,
+          }),
         },
       })
     } finally {

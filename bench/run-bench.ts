@@ -49,7 +49,7 @@ async function endToEnd(attemptsTotal: number, workers: number): Promise<void> {
     await runSuite(config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers, concurrency: 100, seed: 'warm' })
     const report = await runSuite(
       config,
-      { suite: 'smoke', adapter: 'mock', attempts: perTask, workers, concurrency: 100, seed: 'bench', maxInFlight: 500 },
+      { suite: 'smoke', adapter: 'mock', attempts: perTask, workers, concurrency: 100, seed: 'bench', max_in_flight: 500 },
       (event) => {
         if (event.kind === 'workers') event.pids.forEach((pid, i) => watch.set(`worker ${i}`, pid))
       },
@@ -163,9 +163,7 @@ async function statsAtScale(rows: number): Promise<void> {
   }
 }
 
-const attempts = Number(process.env['FORGE_BENCH_ATTEMPTS'] ?? 1000)
-const workers = Number(process.env['FORGE_BENCH_WORKERS'] ?? 1)
-const only = process.env['FORGE_BENCH_ONLY']
+const { attempts, workers, only } = resolveConfig().bench
 if (!only || only === 'e2e') await endToEnd(attempts, workers)
 if (!only || only === 'ingest') await ingest(100_000)
 if (!only || only === 'stats') await statsAtScale(1_000_000)

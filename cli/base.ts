@@ -1,32 +1,19 @@
 import { Command } from '@oclif/core'
-import { ConfigError, MissingBinaryError, StackStartError } from '../stack/errors.js'
-import { BusError, StoreError } from '../store/errors.js'
-import { SuiteLoadError } from '../engine/errors.js'
+import { EXIT_CODES, exitCodeOf } from '../core/errors.js'
 
-/** Exit codes a script can branch on; `regression` is forge compare's "a regression was found". */
-export const EXIT = { failure: 1, badInput: 2, missingBinary: 3, stack: 4, store: 5, regression: 6 } as const
+/** Exit codes a script can branch on (core/errors.ts); `regression` is forge compare's "a regression was found". */
+export const EXIT = EXIT_CODES
 
-/** Every Forge command: known failures become one clear message and a distinct exit code, never a stack trace. */
+/** Every Forge command: known failures (a ForgeError) become one clear message and their exit code, never a stack trace. */
 export abstract class ForgeCommand extends Command {
   static override enableJsonFlag = true
 
-  protected override async catch(error: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<unknown> {
+  protected override async catch(error: Error & { oclif?: { exit?: number } }): Promise<unknown> {
     if (error.oclif) return super.catch(error)
-    const exit =
-      error instanceof SuiteLoadError || error instanceof ConfigError
-        ? EXIT.badInput
-        : error instanceof MissingBinaryError
-          ? EXIT.missingBinary
-          : error instanceof StackStartError
-            ? EXIT.stack
-            : error instanceof StoreError || error instanceof BusError
-              ? EXIT.store
-              : undefined
-    if (exit !== undefined || error.name === 'RunFailedError') {
-      if (this.jsonEnabled()) this.logJson({ error: { name: error.name, message: error.message } })
-      this.logToStderr(`Error: ${error.message}`)
-      this.exit(exit ?? EXIT.failure)
-    }
-    return super.catch(error)
+    const exit = exitCodeOf(error)
+    if (exit === undefined) return super.catch(error)
+    if (this.jsonEnabled()) this.logJson({ error: { name: error.name, message: error.message } })
+    this.logToStderr(`Error: ${error.message}`)
+    this.exit(exit)
   }
 }

@@ -2,11 +2,13 @@
  * Errors thrown by the worker side: suite loading and adapter lookup. Each is a configuration
  * error (retrying cannot fix it), so activities should rethrow them as non-retryable.
  */
+import { ForgeError } from '../core/errors.js'
 import type { SuiteProblem } from '../core/suite-validation.js'
 
 /** Thrown when a suite directory cannot be found or any of its files is invalid; lists every problem at once. */
-export class SuiteLoadError extends Error {
+export class SuiteLoadError extends ForgeError {
   override name = 'SuiteLoadError'
+  readonly kind = 'validation'
   readonly suitePath: string
   readonly problems: SuiteProblem[]
 
@@ -18,8 +20,9 @@ export class SuiteLoadError extends Error {
 }
 
 /** Thrown when a run names an adapter that is not registered. */
-export class UnknownAdapterError extends Error {
+export class UnknownAdapterError extends ForgeError {
   override name = 'UnknownAdapterError'
+  readonly kind = 'config'
   readonly adapter: string
   readonly known: string[]
 

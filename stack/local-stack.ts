@@ -9,7 +9,7 @@ import { createServer, Socket } from 'node:net'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { findBinary } from './binaries.js'
-import type { ForgeConfig } from './config.js'
+import { settingsEnv, type ForgeConfig } from '../config/index.js'
 import { StackStartError } from './errors.js'
 import { distEntry } from './paths.js'
 
@@ -167,7 +167,7 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
 }
 
 async function startTemporal(config: ForgeConfig): Promise<ProcessEntry & { address: string }> {
-  const bin = findBinary('temporal')
+  const bin = findBinary('temporal', config.binaries.temporal)
   const [port = 0, httpPort = 0, metricsPort = 0] = await freePorts(3)
   const log = join(config.home, 'logs', 'temporal.log')
   const args = [
@@ -188,7 +188,7 @@ async function startTemporal(config: ForgeConfig): Promise<ProcessEntry & { addr
 }
 
 async function startNats(config: ForgeConfig): Promise<ProcessEntry & { url: string }> {
-  const bin = findBinary('nats-server')
+  const bin = findBinary('nats-server', config.binaries.natsServer)
   const [port] = await freePorts(1)
   const storeDir = join(config.home, 'nats')
   mkdirSync(storeDir, { recursive: true })
@@ -212,8 +212,7 @@ async function startIngester(config: ForgeConfig, natsUrl: string): Promise<Proc
   const entry = distEntry('workers/ingester-main.js')
   if (!existsSync(entry)) throw new StackStartError(`the ingester is not built (${entry} is missing): run npm run build`)
   const log = join(config.home, 'logs', 'ingester.log')
-  const env: NodeJS.ProcessEnv = { ...process.env, FORGE_NATS_URL: natsUrl, FORGE_STORE_PATH: config.storePath }
-  if (config.clickhouseUrl) env['FORGE_CLICKHOUSE_URL'] = config.clickhouseUrl
+  const env: NodeJS.ProcessEnv = { ...process.env, ...settingsEnv({ natsUrl, storePath: config.storePath, clickhouseUrl: config.clickhouseUrl }) }
   const pid = spawnDetached(process.execPath, [entry], log, env)
   const { waitForIngester } = await import('./ingester-probe.js')
   await waitForIngester(natsUrl, 30_000, () => isAlive({ pid, marker: 'ingester-main', log }), log)

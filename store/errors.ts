@@ -1,6 +1,9 @@
+import { ForgeError } from '../core/errors.js'
+
 /** Thrown when the ClickHouse store cannot be opened or answered with an error; carries the SQL's first line. */
-export class StoreError extends Error {
+export class StoreError extends ForgeError {
   override name = 'StoreError'
+  readonly kind = 'store'
 }
 
 /** Thrown when the embedded chDB directory is owned by another process and no owner answers over NATS. */
@@ -9,6 +12,7 @@ export class StoreLockedError extends StoreError {
 }
 
 /** Thrown when a NATS server cannot be reached or a JetStream call fails. */
-export class BusError extends Error {
+export class BusError extends ForgeError {
   override name = 'BusError'
+  readonly kind = 'store'
 }

@@ -15,7 +15,7 @@ import { getAdapter } from '../engine/adapters/index.js'
 import { runAttempt as executeAttemptFully } from '../engine/attempt-runner.js'
 import { SuiteLoadError, UnknownAdapterError } from '../engine/errors.js'
 import { PriceTableError } from '../engine/llm/errors.js'
-import { priceTableFor } from '../engine/llm/price-table.js'
+import { loadPriceTable } from '../engine/llm/price-table.js'
 import type { Logger } from '../engine/logger.js'
 import { loadSuiteCached } from '../engine/suite-loader.js'
 import { storedTraceOf } from '../engine/trace-store.js'
@@ -49,7 +49,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           if (error instanceof UnknownAdapterError) throw ApplicationFailure.nonRetryable(error.message, 'UnknownAdapterError')
           throw error
         }
-        const priceTable = await priceTableFor(input.adapter_config).catch((error: unknown) => {
+        const priceTable = await loadPriceTable(input.price_table).catch((error: unknown) => {
           throw error instanceof PriceTableError ? ApplicationFailure.nonRetryable(error.message, 'PriceTableError') : error
         })
         if (input.judge !== undefined) {

@@ -9,6 +9,8 @@ export interface AttemptInput {
   suite_path: string
   adapter: string
   adapter_config: Record<string, unknown>
+  /** the run's price table file (RunPlan.price_table); absent: the default table */
+  price_table?: string
   seed: string
   task_id: string
   attempt: number

@@ -1,4 +1,6 @@
 /** Entry point of the ingester process (embedded stack child, or `forge ingester` in a fleet). */
+import { resolveConfig } from '../config/index.js'
+import { ConfigError, exitCodeOf } from '../core/errors.js'
 import { connectBus, ensureResultsStream } from '../store/bus.js'
 import { openClickHouse, type StoreLocation } from '../store/clickhouse.js'
 import { migrate } from '../store/migrations.js'
@@ -6,12 +8,11 @@ import { startIngester } from './ingester.js'
 import { createLogger } from '../engine/logger.js'
 
 export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const logger = createLogger('ingester')
-  const natsUrl = env['FORGE_NATS_URL']
-  if (!natsUrl) throw new Error('FORGE_NATS_URL is not set: the ingester needs the NATS server holding the results stream')
-  const location: StoreLocation = env['FORGE_CLICKHOUSE_URL']
-    ? { kind: 'server', url: env['FORGE_CLICKHOUSE_URL'] }
-    : { kind: 'embedded', path: env['FORGE_STORE_PATH'] ?? '.forge/store' }
+  const config = resolveConfig(env)
+  const logger = createLogger('ingester', config.logLevel)
+  const natsUrl = config.natsUrl
+  if (natsUrl === undefined) throw new ConfigError('FORGE_NATS_URL is not set: the ingester needs the NATS server holding the results stream')
+  const location: StoreLocation = config.clickhouseUrl !== undefined ? { kind: 'server', url: config.clickhouseUrl } : { kind: 'embedded', path: config.storePath }
   const store = await openClickHouse(location)
   const applied = await migrate(store)
   const nc = await connectBus(natsUrl, 'forge-ingester')
@@ -31,7 +32,9 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   runIngesterProcess().catch((error: unknown) => {
-    console.error(error)
-    process.exit(1)
+    // a known failure (a bad setting, an unreachable server) is one line; anything else is a bug, printed whole
+    const exitCode = exitCodeOf(error)
+    console.error(exitCode === undefined ? error : `Error: ${(error as Error).message}`)
+    process.exit(exitCode ?? 1)
   })
 }

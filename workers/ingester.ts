@@ -5,7 +5,7 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client'
 import { jetstream, type JsMsg } from '@nats-io/jetstream'
-import type { NatsConnection } from '@nats-io/transport-node'
+import type { NatsConnection, Subscription } from '@nats-io/transport-node'
 import { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
 import { queryRows } from '../store/clickhouse.js'
 import { encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
@@ -40,174 +40,232 @@ export interface Ingester {
 export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   const { nc, store, logger } = opts
   const batchSize = opts.batchSize ?? 2000
-  const flushIntervalMs = opts.flushIntervalMs ?? 50
-  const gradingFlushMs = opts.gradingFlushMs ?? 500
   const stats: IngesterStats = { inserted_attempts: 0, inserted_runs: 0, rejected: 0, batches: 0 }
-
-  const querySub = opts.serveQueries
-    ? nc.subscribe(subjects.storeQuery, {
-        callback: (error, msg) => {
-          if (error) return
-          void answerQuery(store, msg.data).then((reply) => msg.respond(encodeJson(reply)))
-        },
-      })
-    : undefined
-
-  const pingSub = nc.subscribe(subjects.ingesterPing, {
-    callback: (error, msg) => {
-      if (!error) msg.respond(encodeJson({ pid: process.pid, serves_queries: opts.serveQueries, stats }))
-    },
-  })
-
+  const querySub = opts.serveQueries ? serveStoreQueries(nc, store) : undefined
+  const pingSub = answerPings(nc, opts.serveQueries, stats)
   const consumer = await jetstream(nc).consumers.get(RESULTS_STREAM, INGESTER_CONSUMER)
   const messages = await consumer.consume({ max_messages: Math.max(batchSize * 2, 1000) })
-
-  let buffer: JsMsg[] = []
-  let timer: NodeJS.Timeout | undefined
-  let running: Promise<void> | undefined
-  let stopping = false
-
-  // Grading rows (metrics, judgements, traces, regrades, review resolutions) go into wide tables, and
-  // a chDB insert costs ~7–12 ms whatever its size: they are inserted every gradingFlushMs, not every
-  // round, so they cost the attempt path nothing. Their messages are acked once they are in.
-  const grading = { attempts: [] as AttemptResult[], traces: new Map<string, StoredTrace>(), judged: [] as JudgeOutcome[], regrades: [] as AttemptRegrade[], resolutions: [] as ReviewResolution[], msgs: [] as JsMsg[], since: 0 }
-  let gradingTimer: NodeJS.Timeout | undefined
-  const gradingDue = (): boolean =>
-    grading.msgs.length > 0 && (stopping || grading.msgs.length >= batchSize || Date.now() - grading.since >= gradingFlushMs)
-
-  // One insert round at a time, and what arrives meanwhile goes whole into the next batch: batches
-  // grow with load instead of queueing up tiny ones.
-  const flush = (): Promise<void> => {
-    if (timer) clearTimeout(timer)
-    timer = undefined
-    if (running) return running
-    if (buffer.length === 0 && !gradingDue()) {
-      scheduleGrading()
-      return Promise.resolve()
-    }
-    running = (async () => {
-      while (buffer.length > 0 || gradingDue()) {
-        if (buffer.length > 0) await ingestBatch(buffer.splice(0, batchSize))
-        if (gradingDue()) await ingestGrading()
-      }
-    })().finally(() => {
-      running = undefined
-      scheduleGrading()
-    })
-    return running
-  }
-
-  function scheduleGrading(): void {
-    if (grading.msgs.length === 0 || gradingTimer !== undefined) return
-    gradingTimer = setTimeout(
-      () => {
-        gradingTimer = undefined
-        void flush()
-      },
-      Math.max(0, gradingFlushMs - (Date.now() - grading.since)),
-    )
-  }
-
-  async function ingestGrading(): Promise<void> {
-    const lane = { ...grading, traces: [...grading.traces.values()] }
-    Object.assign(grading, { attempts: [], traces: new Map(), judged: [], regrades: [], resolutions: [], msgs: [], since: 0 })
-    try {
-      const now = Date.now()
-      await insertAttemptGrading(store, lane.attempts, now)
-      await insertStoredTraces(store, lane.traces, now)
-      await insertJudgeOutcomes(store, lane.judged, now)
-      await insertRegrades(store, lane.regrades, now)
-      await insertResolutions(store, lane.resolutions)
-    } catch (error) {
-      logger.error({ err: error, messages: lane.msgs.length }, 'grading insert failed; messages will be redelivered')
-      for (const msg of lane.msgs) msg.nak(1000)
-      return
-    }
-    for (const msg of lane.msgs) msg.ack()
-    logger.debug({ messages: lane.msgs.length }, 'grading rows ingested')
-  }
-
-  async function ingestBatch(batch: JsMsg[]): Promise<void> {
-    const attempts = new Map<string, AttemptResult>()
-    const runs: RunRecord[] = []
-    const baselines: BaselineRecord[] = []
-    const now = Date.now()
-    const primary: JsMsg[] = []
-    const graded: { msg: JsMsg; add(): void }[] = []
-    for (const msg of batch) {
-      const parsed = parseMessage(msg)
-      if (!parsed.ok) {
-        stats.rejected++
-        logger.error({ subject: msg.subject, seq: msg.seq, problem: parsed.error }, 'rejected a malformed result message')
-        msg.term(parsed.error)
-        continue
-      }
-      if (parsed.kind === 'attempt') {
-        const attempt = parsed.value
-        attempts.set(attempt.attempt_uid, attempt)
-        // an attempt with metrics or a judgement is acked with the grading rows
-        if (attempt.metrics !== undefined || attempt.judgement !== undefined) graded.push({ msg, add: () => grading.attempts.push(attempt) })
-        else primary.push(msg)
-      } else if (parsed.kind === 'baseline') {
-        baselines.push(parsed.value)
-        primary.push(msg)
-      } else if (parsed.kind === 'run') {
-        runs.push(parsed.value)
-        primary.push(msg)
-      } else {
-        const value = parsed
-        graded.push({
-          msg,
-          add: () => {
-            if (value.kind === 'trace') grading.traces.set(value.value.attempt_uid, value.value)
-            else if (value.kind === 'judge') grading.judged.push(value.value)
-            else if (value.kind === 'regrade') grading.regrades.push(value.value)
-            else grading.resolutions.push(value.value)
-          },
-        })
-      }
-    }
-    try {
-      await insertAttempts(store, [...attempts.values()], now)
-      await insertRuns(store, runs)
-      await insertBaselines(store, baselines)
-    } catch (error) {
-      logger.error({ err: error, messages: primary.length + graded.length }, 'insert failed; messages will be redelivered')
-      for (const msg of [...primary, ...graded.map((g) => g.msg)]) msg.nak(1000)
-      return
-    }
-    for (const msg of primary) msg.ack()
-    if (graded.length > 0 && grading.msgs.length === 0) grading.since = now
-    for (const g of graded) {
-      g.add()
-      grading.msgs.push(g.msg)
-    }
-    stats.inserted_attempts += attempts.size
-    stats.inserted_runs += runs.length
-    stats.batches++
-    logger.debug({ attempts: attempts.size, runs: runs.length }, 'batch ingested')
-  }
-
+  const grading = createGradingLane(store, logger, batchSize, opts.gradingFlushMs ?? 500)
+  const rounds = createInsertRounds(batchSize, opts.flushIntervalMs ?? 50, grading, (batch) => ingestBatch(batch, { store, logger, stats, grading }))
   const loop = (async () => {
-    for await (const msg of messages) {
-      buffer.push(msg)
-      if (buffer.length >= batchSize) void flush()
-      else if (!timer) timer = setTimeout(() => void flush(), flushIntervalMs)
-    }
+    for await (const msg of messages) rounds.add(msg)
   })()
-
   return {
     stats,
     async stop() {
       await messages.close()
       await loop.catch(() => undefined)
-      stopping = true
-      if (gradingTimer) clearTimeout(gradingTimer)
-      await flush()
+      await rounds.drain()
       querySub?.unsubscribe()
       pingSub.unsubscribe()
     },
   }
+}
+
+/** Embedded mode: this process owns chDB, so it answers every other process's read-only queries. */
+function serveStoreQueries(nc: NatsConnection, store: ClickHouseClient): Subscription {
+  return nc.subscribe(subjects.storeQuery, {
+    callback: (error, msg) => {
+      if (error) return
+      void answerQuery(store, msg.data).then((reply) => msg.respond(encodeJson(reply)))
+    },
+  })
+}
+
+/** `forge stack status` and the store readers ask whether an ingester runs, and whether it serves queries. */
+function answerPings(nc: NatsConnection, servesQueries: boolean, stats: IngesterStats): Subscription {
+  return nc.subscribe(subjects.ingesterPing, {
+    callback: (error, msg) => {
+      if (!error) msg.respond(encodeJson({ pid: process.pid, serves_queries: servesQueries, stats }))
+    },
+  })
+}
+
+/**
+ * One insert round at a time, and what arrives meanwhile goes whole into the next batch: batches
+ * grow with load instead of queueing up tiny ones. A round inserts the waiting messages (at most
+ * `batchSize` per insert), then the grading lane when it is due.
+ */
+function createInsertRounds(batchSize: number, flushIntervalMs: number, grading: GradingLane, ingest: (batch: JsMsg[]) => Promise<void>) {
+  const buffer: JsMsg[] = []
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<void> | undefined
+  let stopping = false
+  const flush = (): Promise<void> => {
+    if (timer) clearTimeout(timer)
+    timer = undefined
+    if (running) return running
+    if (buffer.length === 0 && !grading.due(stopping)) {
+      grading.schedule(flush)
+      return Promise.resolve()
+    }
+    running = (async () => {
+      while (buffer.length > 0 || grading.due(stopping)) {
+        if (buffer.length > 0) await ingest(buffer.splice(0, batchSize))
+        if (grading.due(stopping)) await grading.ingest()
+      }
+    })().finally(() => {
+      running = undefined
+      grading.schedule(flush)
+    })
+    return running
+  }
+  return {
+    add(msg: JsMsg): void {
+      buffer.push(msg)
+      if (buffer.length >= batchSize) void flush()
+      else if (!timer) timer = setTimeout(() => void flush(), flushIntervalMs)
+    },
+    /** inserts everything still waiting, grading rows included */
+    drain(): Promise<void> {
+      stopping = true
+      grading.cancelSchedule()
+      return flush()
+    },
+  }
+}
+
+/**
+ * Grading rows (metrics, judgements, traces, regrades, review resolutions) go into wide tables, and
+ * a chDB insert costs ~7–12 ms whatever its size: they are inserted every `flushMs` (or once
+ * `batchSize` messages wait), not every round, so they cost the attempt path nothing. Their
+ * messages are acked once they are in.
+ */
+interface GradingLane {
+  /** messages whose grading rows `add` puts in the lane; acked when the lane is inserted */
+  accept(graded: readonly { msg: JsMsg; add(): void }[], now: number): void
+  due(stopping: boolean): boolean
+  ingest(): Promise<void>
+  /** calls `flush` when the lane becomes due (once at a time) */
+  schedule(flush: () => Promise<void>): void
+  cancelSchedule(): void
+  rows: { attempts: AttemptResult[]; traces: Map<string, StoredTrace>; judged: JudgeOutcome[]; regrades: AttemptRegrade[]; resolutions: ReviewResolution[] }
+}
+
+function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: number, flushMs: number): GradingLane {
+  const lane = { attempts: [] as AttemptResult[], traces: new Map<string, StoredTrace>(), judged: [] as JudgeOutcome[], regrades: [] as AttemptRegrade[], resolutions: [] as ReviewResolution[], msgs: [] as JsMsg[], since: 0 }
+  let timer: NodeJS.Timeout | undefined
+  return {
+    rows: lane,
+    accept(graded, now) {
+      if (graded.length > 0 && lane.msgs.length === 0) lane.since = now
+      for (const g of graded) {
+        g.add()
+        lane.msgs.push(g.msg)
+      }
+    },
+    due: (stopping) => lane.msgs.length > 0 && (stopping || lane.msgs.length >= batchSize || Date.now() - lane.since >= flushMs),
+    async ingest() {
+      const taken = { ...lane, traces: [...lane.traces.values()] }
+      Object.assign(lane, { attempts: [], traces: new Map(), judged: [], regrades: [], resolutions: [], msgs: [], since: 0 })
+      try {
+        const now = Date.now()
+        await insertAttemptGrading(store, taken.attempts, now)
+        await insertStoredTraces(store, taken.traces, now)
+        await insertJudgeOutcomes(store, taken.judged, now)
+        await insertRegrades(store, taken.regrades, now)
+        await insertResolutions(store, taken.resolutions)
+      } catch (error) {
+        logger.error({ err: error, messages: taken.msgs.length }, 'grading insert failed; messages will be redelivered')
+        for (const msg of taken.msgs) msg.nak(1000)
+        return
+      }
+      for (const msg of taken.msgs) msg.ack()
+      logger.debug({ messages: taken.msgs.length }, 'grading rows ingested')
+    },
+    schedule(flush) {
+      if (lane.msgs.length === 0 || timer !== undefined) return
+      timer = setTimeout(
+        () => {
+          timer = undefined
+          void flush()
+        },
+        Math.max(0, flushMs - (Date.now() - lane.since)),
+      )
+    },
+    cancelSchedule() {
+      if (timer) clearTimeout(timer)
+    },
+  }
+}
+
+interface BatchDeps {
+  store: ClickHouseClient
+  logger: Logger
+  stats: IngesterStats
+  grading: GradingLane
+}
+
+/**
+ * Inserts a batch's attempts, runs and baselines and acks their messages; malformed messages are
+ * terminated, never retried. Messages that also carry grading rows go to the grading lane once the
+ * attempt row is in. A failed insert naks every message for redelivery.
+ */
+async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
+  const { store, logger, stats, grading } = deps
+  const now = Date.now()
+  const sorted = sortBatch(batch, grading, (msg, problem) => {
+    stats.rejected++
+    logger.error({ subject: msg.subject, seq: msg.seq, problem }, 'rejected a malformed result message')
+    msg.term(problem)
+  })
+  try {
+    await insertAttempts(store, [...sorted.attempts.values()], now)
+    await insertRuns(store, sorted.runs)
+    await insertBaselines(store, sorted.baselines)
+  } catch (error) {
+    logger.error({ err: error, messages: sorted.primary.length + sorted.graded.length }, 'insert failed; messages will be redelivered')
+    for (const msg of [...sorted.primary, ...sorted.graded.map((g) => g.msg)]) msg.nak(1000)
+    return
+  }
+  for (const msg of sorted.primary) msg.ack()
+  grading.accept(sorted.graded, now)
+  stats.inserted_attempts += sorted.attempts.size
+  stats.inserted_runs += sorted.runs.length
+  stats.batches++
+  logger.debug({ attempts: sorted.attempts.size, runs: sorted.runs.length }, 'batch ingested')
+}
+
+/** A batch by what it carries: rows inserted now (acked with them), and messages acked with the grading lane. */
+function sortBatch(batch: JsMsg[], grading: GradingLane, reject: (msg: JsMsg, problem: string) => void) {
+  const attempts = new Map<string, AttemptResult>()
+  const runs: RunRecord[] = []
+  const baselines: BaselineRecord[] = []
+  const primary: JsMsg[] = []
+  const graded: { msg: JsMsg; add(): void }[] = []
+  const rows = grading.rows
+  for (const msg of batch) {
+    const parsed = parseMessage(msg)
+    if (!parsed.ok) {
+      reject(msg, parsed.error)
+      continue
+    }
+    if (parsed.kind === 'attempt') {
+      const attempt = parsed.value
+      attempts.set(attempt.attempt_uid, attempt)
+      // an attempt with metrics or a judgement is acked with the grading rows
+      if (attempt.metrics !== undefined || attempt.judgement !== undefined) graded.push({ msg, add: () => rows.attempts.push(attempt) })
+      else primary.push(msg)
+    } else if (parsed.kind === 'baseline') {
+      baselines.push(parsed.value)
+      primary.push(msg)
+    } else if (parsed.kind === 'run') {
+      runs.push(parsed.value)
+      primary.push(msg)
+    } else {
+      const value = parsed
+      graded.push({
+        msg,
+        add: () => {
+          if (value.kind === 'trace') rows.traces.set(value.value.attempt_uid, value.value)
+          else if (value.kind === 'judge') rows.judged.push(value.value)
+          else if (value.kind === 'regrade') rows.regrades.push(value.value)
+          else rows.resolutions.push(value.value)
+        },
+      })
+    }
+  }
+  return { attempts, runs, baselines, primary, graded }
 }
 
 type Parsed =

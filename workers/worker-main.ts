@@ -9,7 +9,7 @@ import { directReader, openClickHouse } from '../store/clickhouse.js'
 import { createActivities } from './activities.js'
 import { createReconcileActivities } from './reconcile.js'
 import { createJudgeActivities } from './judge/activities.js'
-import { judgeTaskQueue } from '../engine/judge/queue.js'
+import type { LogLevel } from '../config/index.js'
 import { createLogger } from '../engine/logger.js'
 
 export interface WorkerOptions {
@@ -17,26 +17,29 @@ export interface WorkerOptions {
   namespace: string
   taskQueue: string
   natsUrl: string
+  /** default: `<hostname>-<pid>` */
   workerId?: string
   /** a ClickHouse server to read the store from (fleet); unset: ask the ingester over NATS (embedded) */
   clickhouseUrl?: string
-  /** attempts this process runs at once */
-  concurrency?: number
+  /** attempts this process runs at once (FORGE_WORKER_CONCURRENCY) */
+  concurrency: number
   /** exit when the parent process (a `forge run`) goes away */
   exitWithParent?: boolean
+  /** FORGE_LOG_LEVEL */
+  logLevel: LogLevel
   /** resolves when the worker should stop; defaults to SIGTERM/SIGINT */
   shutdown?: Promise<void>
   /**
    * The judge worker in the same process: judge activities (tier 2, judge metrics) from their own task
-   * queue, rate-limited apart from agents. `false`: this process serves attempts only.
+   * queue, rate-limited apart from agents (FORGE_JUDGE_*). `false`: this process serves attempts only.
    */
-  judge?: false | { taskQueue?: string; activitiesPerSecond?: number; concurrency?: number }
+  judge: false | { taskQueue: string; /** across the judge queue; 0: unlimited */ activitiesPerSecond: number; concurrency: number }
 }
 
 
 export async function runWorker(opts: WorkerOptions): Promise<void> {
   const workerId = opts.workerId ?? `${hostname()}-${process.pid}`
-  const logger = createLogger('worker').child({ worker_id: workerId })
+  const logger = createLogger('worker', opts.logLevel).child({ worker_id: workerId })
   const nc = await connectBus(opts.natsUrl, `forge-worker-${workerId}`)
   const connection = await NativeConnection.connect({ address: opts.temporalAddress })
   const reader = opts.clickhouseUrl !== undefined ? directReader(await openClickHouse({ kind: 'server', url: opts.clickhouseUrl })) : busReader(nc)
@@ -54,25 +57,23 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       // the completeness check at the end of a run reads the store the way every other reader does
       ...createReconcileActivities({ nc, reader, logger }),
     },
-    maxConcurrentActivityTaskExecutions: opts.concurrency ?? 100,
+    maxConcurrentActivityTaskExecutions: opts.concurrency,
     maxConcurrentWorkflowTaskExecutions: 40,
     shutdownGraceTime: '5s',
   })
-  const judgeOptions = opts.judge === false ? undefined : (opts.judge ?? {})
+  const judgeOptions = opts.judge === false ? undefined : opts.judge
   const judgeWorker =
     judgeOptions === undefined
       ? undefined
       : await Worker.create({
           connection,
           namespace: opts.namespace,
-          taskQueue: judgeOptions.taskQueue ?? judgeTaskQueue(),
+          taskQueue: judgeOptions.taskQueue,
           identity: `${workerId}-judge`,
           activities: createJudgeActivities({ nc, js: jetstream(nc), logger: logger.child({ role: 'judge' }) }),
-          maxConcurrentActivityTaskExecutions: judgeOptions.concurrency ?? 4,
+          maxConcurrentActivityTaskExecutions: judgeOptions.concurrency,
           // the server spreads this over every worker of the judge queue: a fleet-wide rate
-          ...(judgeOptions.activitiesPerSecond !== undefined && judgeOptions.activitiesPerSecond > 0
-            ? { maxTaskQueueActivitiesPerSecond: judgeOptions.activitiesPerSecond }
-            : {}),
+          ...(judgeOptions.activitiesPerSecond > 0 ? { maxTaskQueueActivitiesPerSecond: judgeOptions.activitiesPerSecond } : {}),
           shutdownGraceTime: '5s',
         })
 

@@ -1,34 +1,32 @@
-/** Entry point of a worker child process; configured through FORGE_* variables. */
+/** Entry point of a worker child process; configured through FORGE_* variables (config/). */
+import { resolveConfig } from '../config/index.js'
+import { ConfigError } from '../core/errors.js'
 import { runWorker } from './worker-main.js'
 
-const env = process.env
-const required = (name: string): string => {
-  const value = env[name]
-  if (!value) {
-    console.error(`${name} is not set`)
-    process.exit(2)
+try {
+  const config = resolveConfig()
+  const { address } = config.temporal
+  if (address === undefined || config.natsUrl === undefined) {
+    throw new ConfigError(`${address === undefined ? 'FORGE_TEMPORAL_ADDRESS' : 'FORGE_NATS_URL'} is not set: a worker process needs the Temporal and NATS servers of its run`)
   }
-  return value
+  runWorker({
+    temporalAddress: address,
+    natsUrl: config.natsUrl,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    ...(config.worker.id !== undefined ? { workerId: config.worker.id } : {}),
+    ...(config.clickhouseUrl !== undefined ? { clickhouseUrl: config.clickhouseUrl } : {}),
+    concurrency: config.worker.concurrency,
+    exitWithParent: config.worker.exitWithParent,
+    logLevel: config.logLevel,
+    // judge activities: their own queue, FORGE_JUDGE_RATE activities per second across it
+    judge: config.judge.worker ? { taskQueue: config.judge.taskQueue, activitiesPerSecond: config.judge.rate, concurrency: config.judge.concurrency } : false,
+  }).catch((error: unknown) => {
+    console.error(error)
+    process.exit(1)
+  })
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error
+  console.error(error.message)
+  process.exit(error.exitCode)
 }
-
-runWorker({
-  temporalAddress: required('FORGE_TEMPORAL_ADDRESS'),
-  natsUrl: required('FORGE_NATS_URL'),
-  namespace: env['FORGE_TEMPORAL_NAMESPACE'] ?? 'default',
-  taskQueue: env['FORGE_TASK_QUEUE'] ?? 'forge-attempts',
-  ...(env['FORGE_WORKER_ID'] ? { workerId: env['FORGE_WORKER_ID'] } : {}),
-  ...(env['FORGE_CLICKHOUSE_URL'] ? { clickhouseUrl: env['FORGE_CLICKHOUSE_URL'] } : {}),
-  concurrency: Number(env['FORGE_WORKER_CONCURRENCY'] ?? 100),
-  exitWithParent: env['FORGE_EXIT_WITH_PARENT'] === '1',
-  // judge activities: their own queue, FORGE_JUDGE_RATE activities per second across it
-  judge:
-    env['FORGE_JUDGE_WORKER'] === '0'
-      ? false
-      : {
-          ...(env['FORGE_JUDGE_RATE'] ? { activitiesPerSecond: Number(env['FORGE_JUDGE_RATE']) } : {}),
-          ...(env['FORGE_JUDGE_CONCURRENCY'] ? { concurrency: Number(env['FORGE_JUDGE_CONCURRENCY']) } : {}),
-        },
-}).catch((error: unknown) => {
-  console.error(error)
-  process.exit(1)
-})

@@ -29,7 +29,7 @@ export function mergeTally(into: RunTally, from: RunTally): void {
   if (from.judge_not_executed !== undefined) into.judge_not_executed = (into.judge_not_executed ?? 0) + from.judge_not_executed
 }
 
-/** The input of one attempt activity; only runs with a judge carry it, so other inputs stay as they were. */
+/** The input of one attempt activity; only runs with a judge (or their own price table) carry it, so other inputs stay as they were. */
 export function attemptInputOf(plan: RunPlan, taskId: string, attempt: number): AttemptInput {
   return {
     run_id: plan.run_id,
@@ -38,6 +38,7 @@ export function attemptInputOf(plan: RunPlan, taskId: string, attempt: number): 
     suite_path: plan.suite_path,
     adapter: plan.adapter,
     adapter_config: plan.adapter_config,
+    ...(plan.price_table !== undefined ? { price_table: plan.price_table } : {}),
     seed: plan.seed,
     task_id: taskId,
     attempt,

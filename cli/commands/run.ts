@@ -1,8 +1,9 @@
 import { Flags } from '@oclif/core'
 import { adapterNames } from '../../engine/adapters/index.js'
-import { dryRun, runSuite, type DryRunReport, type RunEvent, type RunOptions, type RunReport } from '../../app/run.js'
-import { resolveConfig } from '../../stack/config.js'
-import { ConfigError } from '../../stack/errors.js'
+import { dryRun, type DryRunReport } from '../../app/plan-run.js'
+import { runConfigFromFlags } from '../../app/run-config.js'
+import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
+import { resolveConfig } from '../../config/index.js'
 import { ForgeCommand } from '../base.js'
 import { usd } from '../format.js'
 import { printRunStats } from '../stats-view.js'
@@ -57,71 +58,11 @@ export default class Run extends ForgeCommand {
 
   async run(): Promise<RunReport | DryRunReport> {
     const { flags } = await this.parse(Run)
-    let adapterConfig: Record<string, unknown> | undefined
-    if (flags['adapter-config']) {
-      try {
-        adapterConfig = JSON.parse(flags['adapter-config']) as Record<string, unknown>
-      } catch (error) {
-        throw new ConfigError(`--adapter-config is not valid JSON: ${(error as Error).message}`)
-      }
-      if (typeof adapterConfig !== 'object' || adapterConfig === null || Array.isArray(adapterConfig)) {
-        throw new ConfigError('--adapter-config must be a JSON object')
-      }
-    }
-    if (flags.model !== undefined) adapterConfig = { ...adapterConfig, model: flags.model }
+    const config = resolveConfig()
+    const runConfig = runConfigFromFlags(flags)
     const quiet = this.jsonEnabled()
-    const stopWidth = flags['stop-at-width'] === undefined ? undefined : Number(flags['stop-at-width'])
-    if (stopWidth !== undefined && !(stopWidth > 0 && stopWidth < 1)) {
-      throw new ConfigError(`--stop-at-width must be a number between 0 and 1 (an interval width), got "${flags['stop-at-width']}"`)
-    }
-    if (stopWidth === undefined && (flags['round-size'] !== undefined || flags['min-attempts'] !== undefined)) {
-      throw new ConfigError('--round-size and --min-attempts apply only with --stop-at-width')
-    }
-    const judgeFlags = ['judge-metrics', 'judge-gate', 'judge-max-tokens', 'judge-temperature'] as const
-    if (flags['judge-model'] === undefined && judgeFlags.some((flag) => flags[flag] !== undefined)) {
-      throw new ConfigError(`--${judgeFlags.find((flag) => flags[flag] !== undefined)} applies only with --judge-model`)
-    }
-    const judgeMetrics = flags['judge-metrics']
-    const judgeTemperature = flags['judge-temperature'] === undefined ? undefined : Number(flags['judge-temperature'])
-    if (judgeTemperature !== undefined && !Number.isFinite(judgeTemperature)) throw new ConfigError(`--judge-temperature must be a number, got "${flags['judge-temperature']}"`)
-    const runExtras: Partial<RunOptions> = {
-      ...(flags['judge-model'] !== undefined
-        ? {
-            judge: {
-              model: flags['judge-model'],
-              golden_divergence: flags['golden-divergence'],
-              ...(judgeMetrics === undefined || judgeMetrics === 'all' ? {} : { metrics: judgeMetrics === 'none' ? [] : judgeMetrics.split(',').map((m) => m.trim()).filter((m) => m !== '') }),
-              ...(flags['judge-gate'] !== undefined ? { gate: flags['judge-gate'] as 'deterministic' | 'none' } : {}),
-              ...(flags['judge-max-tokens'] !== undefined ? { max_tokens: flags['judge-max-tokens'] } : {}),
-              ...(judgeTemperature !== undefined ? { temperature: judgeTemperature } : {}),
-            },
-          }
-        : {}),
-      ...(flags['price-table'] ? { priceTable: flags['price-table'] } : {}),
-      ...(stopWidth !== undefined
-        ? {
-            sequential: {
-              width: stopWidth,
-              ...(flags['round-size'] !== undefined ? { roundSize: flags['round-size'] } : {}),
-              ...(flags['min-attempts'] !== undefined ? { minAttempts: flags['min-attempts'] } : {}),
-            },
-          }
-        : {}),
-    }
-    const options = {
-      suite: flags.suite,
-      adapter: flags.adapter,
-      attempts: flags.attempts,
-      workers: flags.workers,
-      concurrency: flags.concurrency,
-      ...(flags.seed ? { seed: flags.seed } : {}),
-      ...(flags.task ? { taskIds: flags.task } : {}),
-      ...(flags['run-id'] ? { runId: flags['run-id'] } : {}),
-      ...(adapterConfig ? { adapterConfig } : {}),
-      ...runExtras,
-    }
     if (flags['dry-run']) {
-      const plan = await dryRun(resolveConfig(), options)
+      const plan = await dryRun(config, runConfig)
       if (!quiet) printDryRun((line) => this.log(line), plan)
       return plan
     }
@@ -133,30 +74,24 @@ export default class Run extends ForgeCommand {
       interrupt.abort()
     }
     process.on('SIGINT', onInterrupt)
-    const report = await runSuite(
-      resolveConfig(),
-      {
-        ...options,
-        signal: interrupt.signal,
-        ...(flags['max-in-flight'] ? { maxInFlight: flags['max-in-flight'] } : {}),
-        ...(flags['heartbeat-timeout'] ? { heartbeatTimeoutMs: flags['heartbeat-timeout'] * 1000 } : {}),
-      },
-      (event) => {
-        if (!quiet) this.log(describe(event))
-      },
-    ).finally(() => process.off('SIGINT', onInterrupt))
-    if (!quiet) {
-      this.log('')
-      printRunStats((line) => this.log(line), report)
-      this.log(`\n${report.expected_attempts} attempts in ${(report.wall_ms / 1000).toFixed(1)}s (${report.attempts_per_second.toFixed(1)} attempts/s), seed ${report.seed}`)
-      if (report.judged !== undefined) this.log(`judge: ${report.judged} attempt(s) judged on the judge queue (tier 2, judge metrics); forge review list shows what needs a person`)
-      if ((report.judge_not_executed ?? 0) > 0) this.warn(`${report.judge_not_executed} judge activities could not run after every retry; those attempts keep tier 2 pending (flagged for review)`)
-      if (report.not_executed > 0) this.warn(`${report.not_executed} attempts could not be executed after every retry (infrastructure errors); see .forge/logs/`)
-      if (report.attempts < report.expected_attempts - report.not_executed) {
-        this.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
-      }
+    const onEvent = (event: RunEvent) => {
+      if (!quiet) this.log(describe(event))
     }
+    const report = await runSuite(config, runConfig, onEvent, interrupt.signal).finally(() => process.off('SIGINT', onInterrupt))
+    if (!quiet) printRunReport(this, report)
     return report
+  }
+}
+
+function printRunReport(command: { log(line: string): void; warn(message: string): unknown }, report: RunReport): void {
+  command.log('')
+  printRunStats((line) => command.log(line), report)
+  command.log(`\n${report.expected_attempts} attempts in ${(report.wall_ms / 1000).toFixed(1)}s (${report.attempts_per_second.toFixed(1)} attempts/s), seed ${report.seed}`)
+  if (report.judged !== undefined) command.log(`judge: ${report.judged} attempt(s) judged on the judge queue (tier 2, judge metrics); forge review list shows what needs a person`)
+  if ((report.judge_not_executed ?? 0) > 0) command.warn(`${report.judge_not_executed} judge activities could not run after every retry; those attempts keep tier 2 pending (flagged for review)`)
+  if (report.not_executed > 0) command.warn(`${report.not_executed} attempts could not be executed after every retry (infrastructure errors); see .forge/logs/`)
+  if (report.attempts < report.expected_attempts - report.not_executed) {
+    command.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
   }
 }
 

@@ -33,6 +33,8 @@ export default class Worker extends ForgeCommand {
       concurrency: flags.concurrency,
       ...(flags['worker-id'] ? { workerId: flags['worker-id'] } : {}),
       ...(config.clickhouseUrl !== undefined ? { clickhouseUrl: config.clickhouseUrl } : {}),
+      logLevel: config.logLevel,
+      judge: config.judge.worker ? { taskQueue: config.judge.taskQueue, activitiesPerSecond: config.judge.rate, concurrency: config.judge.concurrency } : false,
     })
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The attempt's business key: AttemptKey (the fields every per-attempt message and row starts with)
- * and attemptUid, which builds `run_id/config_id/task_id/attempt` from them.
+ * (its type, the uid `run_id/config_id/task_id/attempt` and every id derived from it: core/identity.ts).
  */
 import { z } from 'zod'
 
@@ -13,8 +13,3 @@ export const AttemptKey = z.object({
   task_id: z.string(),
   attempt: z.number().int().nonnegative(),
 })
-
-/** `run_id/config_id/task_id/attempt` — the business key: NATS msg id, ClickHouse key, seed source. */
-export function attemptUid(runId: string, configId: string, taskId: string, attempt: number): string {
-  return `${runId}/${configId}/${taskId}/${attempt}`
-}

@@ -9,7 +9,7 @@ export * from './fixture.js' // FixtureSpec and its kinds, EnvironmentFixture, t
 export * from './payload.js' // InvocationPayload
 export * from './trace.js' // AgentTrace, AgentTraceInput, ToolCall, Span, TokenUsage
 export * from './outcome.js' // Outcome, Validity, FailureBucket, FAILURE_BUCKETS
-export * from './attempt-key.js' // AttemptKey, attemptUid
+export * from './attempt-key.js' // AttemptKey
 export * from './grading.js' // Grade, InvariantResult, JudgeStamp, MetricValue, Tier2*, ReviewPacket, Judgement, JudgeOutcome, AttemptRegrade, ReviewResolution
 export * from './result.js' // AttemptResult, EnvironmentReport, StoredTrace
 export * from './run.js' // RunPlan, RunRecord, JudgeSettings, JudgeSettingsInput, SequentialRule

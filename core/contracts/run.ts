@@ -70,6 +70,8 @@ export const RunPlan = z.object({
   attempt_timeout_ms: z.number().int().positive().default(10 * 60_000),
   /** a worker that stops heartbeating this long is presumed dead; its attempt is retried elsewhere */
   heartbeat_timeout_ms: z.number().int().positive().default(30_000),
+  /** the run's price table file (absolute); absent: Forge's prices/default.yaml */
+  price_table: z.string().min(1).optional(),
   price_table_version: z.string().default(''),
   price_table_date: z.string().default(''),
   suite_hash: z.string().default(''),

@@ -1,6 +1,9 @@
+import { ForgeError } from '../errors.js'
+
 /** Thrown when `gradeAll` meets a grader spec that `validateGraderSpec` would reject (a harness error, not an agent failure). */
-export class GraderConfigError extends Error {
+export class GraderConfigError extends ForgeError {
   override readonly name = 'GraderConfigError'
+  readonly kind = 'validation'
   constructor(
     readonly graderType: string,
     readonly problems: { path: (string | number)[]; message: string }[],

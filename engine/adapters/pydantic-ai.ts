@@ -8,6 +8,7 @@
  */
 import path from 'node:path'
 import { z } from 'zod'
+import { readSetting } from '../../config/index.js'
 import type { InvocationPayload } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter } from '../../core/plugins.js'
 import { LlmConfigError } from '../llm/errors.js'
@@ -31,7 +32,7 @@ export const pydanticAiAdapter: AgentAdapter = {
   ...(subprocessAdapter.stopGraceMs !== undefined ? { stopGraceMs: subprocessAdapter.stopGraceMs } : {}),
   async invoke(payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput> {
     const config = parseAdapterConfig('pydantic-ai', PydanticAiConfig, ctx.config, (message) => new LlmConfigError(message))
-    const python = config.python ?? process.env['FORGE_PYTHON'] ?? 'python3'
+    const python = config.python ?? readSetting('python')
     const settings = {
       model: config.model,
       decoding: decodingFor(config, ctx.seed),

@@ -1,6 +1,9 @@
+import { ForgeError } from '../../core/errors.js'
+
 /** Thrown when a fixture cannot be built from its files (bad SQL, unreadable CSV, a condition that does not apply). */
-export class FixtureSeedError extends Error {
+export class FixtureSeedError extends ForgeError {
   override readonly name = 'FixtureSeedError'
+  readonly kind = 'validation'
   constructor(
     readonly fixture: string,
     message: string,

@@ -8,6 +8,7 @@
 import OpenAI from 'openai'
 import type { JudgeSettings, JudgeStamp } from '../../core/contracts/index.js'
 import { judgeDecoding, retryMessages, type JudgeCallOutcome, type JudgeMessage, type JudgeRequest } from '../../core/judge/protocol.js'
+import { readSetting } from '../../config/index.js'
 import { JudgeConfigError } from './errors.js'
 import { sharedJudgeLimiter, type RateLimiter } from './rate-limit.js'
 
@@ -19,9 +20,10 @@ export interface JudgeEndpoint {
 
 /** Where the judge model is: FORGE_JUDGE_BASE_URL / FORGE_JUDGE_API_KEY, else OPENAI_BASE_URL / OPENAI_API_KEY. */
 export function resolveJudgeEndpoint(env: NodeJS.ProcessEnv): JudgeEndpoint {
-  const baseURL = env['FORGE_JUDGE_BASE_URL'] || env['OPENAI_BASE_URL'] || 'https://api.openai.com/v1'
-  if (!/^https?:\/\//.test(baseURL)) throw new JudgeConfigError(`FORGE_JUDGE_BASE_URL (or OPENAI_BASE_URL) must be an http(s) URL, got ${JSON.stringify(baseURL)}`)
-  const apiKey = env['FORGE_JUDGE_API_KEY'] || env['OPENAI_API_KEY']
+  // FORGE_JUDGE_BASE_URL is validated by the config; OPENAI_BASE_URL is the agents' variable, checked here
+  const baseURL = readSetting('judgeBaseUrl', env) ?? (env['OPENAI_BASE_URL'] || 'https://api.openai.com/v1')
+  if (!/^https?:\/\//.test(baseURL)) throw new JudgeConfigError(`OPENAI_BASE_URL (the judge's endpoint without FORGE_JUDGE_BASE_URL) must be an http(s) URL, got ${JSON.stringify(baseURL)}`)
+  const apiKey = readSetting('judgeApiKey', env) ?? (env['OPENAI_API_KEY'] || undefined)
   return apiKey ? { baseURL, apiKey } : { baseURL }
 }
 

@@ -4,6 +4,7 @@
  * rate-limited by Temporal (the judge worker's maxTaskQueueActivitiesPerSecond).
  */
 import { setTimeout as sleep } from 'node:timers/promises'
+import { readSetting } from '../../config/index.js'
 
 export interface RateLimiter {
   /** resolves when a call may start */
@@ -42,6 +43,6 @@ let shared: RateLimiter | undefined
 
 /** The process's limiter for inline judge calls: FORGE_JUDGE_RATE calls per second (default unlimited). */
 export function sharedJudgeLimiter(env: NodeJS.ProcessEnv = process.env): RateLimiter {
-  shared ??= createRateLimiter(Number(env['FORGE_JUDGE_RATE'] ?? 0))
+  shared ??= createRateLimiter(readSetting('judgeRate', env))
   return shared
 }

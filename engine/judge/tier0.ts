@@ -8,6 +8,7 @@ import { JudgeSettings, type AgentTrace, type Grade, type GraderSpec } from '../
 import { isJudgeSpec, judgeRequestsOf, type JudgeGraderVerdict } from '../../core/graders/index.js'
 import type { GradeContext } from '../../core/plugins.js'
 import { askJudge, resolveJudgeEndpoint } from './client.js'
+import { readSetting } from '../../config/index.js'
 import type { RateLimiter } from './rate-limit.js'
 
 export interface InlineJudgeOptions {
@@ -43,7 +44,7 @@ export async function judgeGraderVerdicts(
   }
   let error: string | undefined
   for (const p of pending) {
-    const model = p.model ?? opts.settings?.model ?? opts.env['FORGE_JUDGE_MODEL']
+    const model = p.model ?? opts.settings?.model ?? readSetting('judgeModel', opts.env)
     if (model === undefined || model === '') {
       const reason = 'no judge model: set `model` in the grader config, forge run --judge-model, or FORGE_JUDGE_MODEL on the worker'
       judgements[p.key] = { ok: false, reason }

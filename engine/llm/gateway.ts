@@ -101,13 +101,58 @@ export function decodingOf(request: Record<string, unknown>): Record<string, unk
 
 /** Starts a gateway on 127.0.0.1 (a free port); close it when the attempt ends. */
 export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGateway> {
-  const now = opts.now ?? Date.now
   const token = `forge-${randomBytes(24).toString('hex')}`
-  const tokenBytes = Buffer.from(token)
-  const upstreamBase = opts.upstream.baseURL.replace(/\/+$/, '')
-  const parent = opts.parentSpanId ?? 'agent'
   const closing = new AbortController()
+  const meter = createUsageMeter(opts)
+  // calls still being answered: close() waits for them, so each leaves its span
+  const inflight = new Set<Promise<void>>()
+  const server = createServer(
+    routeRequests(Buffer.from(token), inflight, (req, res) => handleCompletion(req, res, { meter, upstream: opts.upstream, timeoutMs: opts.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS, closing: closing.signal })),
+  )
+  server.keepAliveTimeout = 5_000
+  const port = await listenOnLoopback(server)
 
+  let closed: Promise<void> | undefined
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    apiKey: token,
+    spans: meter.spans,
+    summary: () => meter.summary(),
+    close() {
+      closed ??= (async () => {
+        closing.abort(new Error('the attempt ended'))
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
+        server.closeAllConnections()
+        await Promise.allSettled([...inflight])
+        await stopped
+      })()
+      return closed
+    },
+  }
+}
+
+/** What the gateway measures over an attempt: the spans, models, usage, cost and the token budget. */
+interface UsageMeter {
+  readonly spans: Span[]
+  /** a new call: its attributes, and `record` to leave its span once it is answered */
+  startCall(): ModelCall
+  /** the call's model and decoding (the attempt keeps the first call's decoding) */
+  noteRequest(model: string, decoding: Record<string, unknown>): void
+  /** the budget is spent: stops the agent (once) and says how much was used */
+  budgetSpent(): string | undefined
+  /** adds an answered call's usage and cost; a response without usage makes the cost unavailable */
+  account(call: ModelCall, model: string, facts: CompletionFacts): void
+  summary(): LlmGatewaySummary
+}
+
+interface ModelCall {
+  attributes: Record<string, unknown>
+  record(status: string, model: string): void
+}
+
+function createUsageMeter(opts: LlmGatewayOptions): UsageMeter {
+  const now = opts.now ?? Date.now
+  const parent = opts.parentSpanId ?? 'agent'
   const spans: Span[] = []
   let nextSpan = 0
   const models: string[] = []
@@ -115,172 +160,62 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
   let decoding: Record<string, unknown> | undefined
   let cost: number | null = 0
   let exhausted = false
-  // calls still being answered: close() waits for them, so each leaves its span
-  const inflight = new Set<Promise<void>>()
-
   const exhaust = (): void => {
     if (exhausted) return
     exhausted = true
     opts.onBudgetExhausted?.('max_tokens')
   }
   const used = (): number => usage.input_tokens + usage.output_tokens
-
-  const handleCompletion = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const started = now()
-    const index = nextSpan++
-    const attributes: Record<string, unknown> = {}
-    const record = (status: string, model: string): void => {
-      const finished = now()
-      spans.push({
-        span_id: `model-${index}`,
-        parent_span_id: parent,
-        category: 'model',
-        name: model || 'chat.completions',
-        start_ms: Math.max(0, started - opts.startedAt),
-        duration_ms: Math.max(0, finished - started),
-        attributes: { status, ...attributes, latency_ms: Math.max(0, finished - started) },
-      })
-      // concurrent calls finish out of order: keep arrival order
-      spans.sort((a, b) => spanIndex(a) - spanIndex(b))
-    }
-    let body: Record<string, unknown>
-    let raw: string
-    try {
-      raw = await readBody(req)
-      const parsed: unknown = JSON.parse(raw)
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the body must be a JSON object')
-      body = parsed as Record<string, unknown>
-    } catch (error) {
-      attributes['error'] = errorMessage(error)
-      record('bad_request', '')
-      return sendError(res, 400, `invalid request body: ${errorMessage(error)}`, 'invalid_request_error', 'invalid_body')
-    }
-    const model = typeof body['model'] === 'string' ? body['model'] : ''
-    const callDecoding = decodingOf(body)
-    Object.assign(attributes, { model, ...callDecoding, messages: Array.isArray(body['messages']) ? body['messages'].length : 0 })
-    if (Array.isArray(body['tools'])) attributes['tools'] = body['tools'].length
-    if (model && !models.includes(model)) models.push(model)
-    decoding ??= callDecoding
-
-    if (!model || !Array.isArray(body['messages'])) {
-      record('bad_request', model)
-      return sendError(res, 400, 'a chat completion needs "model" (a string) and "messages" (an array)', 'invalid_request_error', 'invalid_body')
-    }
-    const streamed = body['stream'] === true
-    if (opts.maxTokens !== undefined && used() >= opts.maxTokens) {
-      exhaust()
-      record('budget_exhausted', model)
-      return sendError(
-        res,
-        400,
-        `token budget exhausted: ${used()} of max_tokens ${opts.maxTokens} used by this attempt`,
-        'budget_exhausted',
-        'max_tokens_budget_exhausted',
-      )
-    }
-    if (streamed) attributes['stream'] = true
-    // a stream reports usage only when asked: ask for it (and hide it from a client that did not)
-    const clientWantsUsage = isRecord(body['stream_options']) && body['stream_options']['include_usage'] === true
-    const forwarded = streamed && !clientWantsUsage ? JSON.stringify({ ...body, stream_options: { ...(isRecord(body['stream_options']) ? body['stream_options'] : {}), include_usage: true } }) : raw
-
-    let upstream: Response
-    try {
-      const headers: Record<string, string> = { 'content-type': 'application/json', accept: streamed ? 'text/event-stream' : 'application/json' }
-      if (opts.upstream.apiKey) headers['authorization'] = `Bearer ${opts.upstream.apiKey}`
-      upstream = await fetch(`${upstreamBase}/chat/completions`, {
-        method: 'POST',
-        headers,
-        body: forwarded,
-        signal: AbortSignal.any([closing.signal, AbortSignal.timeout(opts.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS)]),
-      })
-    } catch (error) {
-      attributes['error'] = `upstream unreachable: ${errorMessage(error)}`
-      record('upstream_error', model)
-      return sendError(res, 502, `the Forge LLM gateway could not reach the model: ${errorMessage(error)}`, 'upstream_error', 'upstream_unreachable')
-    }
-    attributes['http_status'] = upstream.status
-
-    let outcome: CompletionFacts
-    try {
-      if (!upstream.ok) {
-        const text = await upstream.text()
-        attributes['error'] = text.slice(0, 500)
-        record('upstream_error', model)
-        res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' })
-        res.end(text)
-        return
-      }
-      if (streamed) {
-        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
-        outcome = await relayStream(upstream, res, clientWantsUsage)
-        res.end()
-      } else {
-        const text = await upstream.text()
-        outcome = factsOf(parseObject(text))
-        res.writeHead(200, { 'content-type': 'application/json' })
-        res.end(text)
-      }
-    } catch (error) {
-      attributes['error'] = `upstream failed mid-response: ${errorMessage(error)}`
-      record('upstream_error', model)
-      if (!res.headersSent) return sendError(res, 502, `the model's response broke off: ${errorMessage(error)}`, 'upstream_error', 'upstream_broken')
-      res.destroy()
-      return
-    }
-
-    const responseModel = outcome.model ?? model
-    Object.assign(attributes, { response_model: responseModel, finish_reason: outcome.finishReason, tool_calls: outcome.toolCalls })
-    const callUsage = outcome.usage
-    if (callUsage === undefined) {
-      // a response without usage cannot be priced or budgeted: the cost becomes unavailable
-      attributes['usage'] = 'missing'
-      cost = null
-    } else {
-      usage.input_tokens += callUsage.input_tokens
-      usage.output_tokens += callUsage.output_tokens
-      const callCost = opts.priceTable ? (costOf(opts.priceTable, responseModel, callUsage) ?? costOf(opts.priceTable, model, callUsage)) : null
-      Object.assign(attributes, { input_tokens: callUsage.input_tokens, output_tokens: callUsage.output_tokens, cost_usd: callCost })
-      cost = cost === null || callCost === null ? null : cost + callCost
-      if (opts.maxTokens !== undefined && used() > opts.maxTokens) exhaust()
-    }
-    record('ok', model)
-  }
-
-  const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '').split('?')[0] ?? ''
-    if (!authorized(req, tokenBytes)) {
-      req.resume()
-      return sendError(res, 401, 'invalid API key: use the per-attempt token the harness gave you', 'invalid_request_error', 'invalid_api_key')
-    }
-    if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/chat/completions')) {
-      const call = handleCompletion(req, res)
-        .catch((error: unknown) => {
-          if (!res.headersSent) sendError(res, 500, `gateway error: ${errorMessage(error)}`, 'server_error', 'gateway_error')
-          else res.destroy()
-        })
-        .finally(() => inflight.delete(call))
-      inflight.add(call)
-      return
-    }
-    req.resume()
-    sendError(res, 404, `the Forge LLM gateway serves only POST /v1/chat/completions, not ${req.method ?? '?'} ${path}`, 'invalid_request_error', 'not_found')
-  })
-  server.keepAliveTimeout = 5_000
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
-  const { port } = server.address() as AddressInfo
-
-  let closed: Promise<void> | undefined
   return {
-    baseURL: `http://127.0.0.1:${port}/v1`,
-    apiKey: token,
     spans,
+    startCall() {
+      const started = now()
+      const index = nextSpan++
+      const attributes: Record<string, unknown> = {}
+      return {
+        attributes,
+        record(status, model) {
+          const finished = now()
+          spans.push({
+            span_id: `model-${index}`,
+            parent_span_id: parent,
+            category: 'model',
+            name: model || 'chat.completions',
+            start_ms: Math.max(0, started - opts.startedAt),
+            duration_ms: Math.max(0, finished - started),
+            attributes: { status, ...attributes, latency_ms: Math.max(0, finished - started) },
+          })
+          // concurrent calls finish out of order: keep arrival order
+          spans.sort((a, b) => spanIndex(a) - spanIndex(b))
+        },
+      }
+    },
+    noteRequest(model, callDecoding) {
+      if (model && !models.includes(model)) models.push(model)
+      decoding ??= callDecoding
+    },
+    budgetSpent() {
+      if (opts.maxTokens === undefined || used() < opts.maxTokens) return undefined
+      exhaust()
+      return `token budget exhausted: ${used()} of max_tokens ${opts.maxTokens} used by this attempt`
+    },
+    account(call, model, facts) {
+      const responseModel = facts.model ?? model
+      Object.assign(call.attributes, { response_model: responseModel, finish_reason: facts.finishReason, tool_calls: facts.toolCalls })
+      const callUsage = facts.usage
+      if (callUsage === undefined) {
+        // a response without usage cannot be priced or budgeted: the cost becomes unavailable
+        call.attributes['usage'] = 'missing'
+        cost = null
+      } else {
+        usage.input_tokens += callUsage.input_tokens
+        usage.output_tokens += callUsage.output_tokens
+        const callCost = opts.priceTable ? (costOf(opts.priceTable, responseModel, callUsage) ?? costOf(opts.priceTable, model, callUsage)) : null
+        Object.assign(call.attributes, { input_tokens: callUsage.input_tokens, output_tokens: callUsage.output_tokens, cost_usd: callCost })
+        cost = cost === null || callCost === null ? null : cost + callCost
+        if (opts.maxTokens !== undefined && used() > opts.maxTokens) exhaust()
+      }
+    },
     summary() {
       return {
         calls: spans.length,
@@ -292,16 +227,170 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
         budget_exhausted: exhausted,
       }
     },
-    close() {
-      closed ??= (async () => {
-        closing.abort(new Error('the attempt ended'))
-        const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
-        server.closeAllConnections()
-        await Promise.allSettled([...inflight])
-        await stopped
-      })()
-      return closed
-    },
+  }
+}
+
+/** Checks the per-attempt token on every request and serves only chat completions; the rest is refused. */
+function routeRequests(token: Buffer, inflight: Set<Promise<void>>, completion: (req: IncomingMessage, res: ServerResponse) => Promise<void>) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const path = (req.url ?? '').split('?')[0] ?? ''
+    if (!authorized(req, token)) {
+      req.resume()
+      return sendError(res, 401, 'invalid API key: use the per-attempt token the harness gave you', 'invalid_request_error', 'invalid_api_key')
+    }
+    if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/chat/completions')) {
+      const call = completion(req, res)
+        .catch((error: unknown) => {
+          if (!res.headersSent) sendError(res, 500, `gateway error: ${errorMessage(error)}`, 'server_error', 'gateway_error')
+          else res.destroy()
+        })
+        .finally(() => inflight.delete(call))
+      inflight.add(call)
+      return
+    }
+    req.resume()
+    sendError(res, 404, `the Forge LLM gateway serves only POST /v1/chat/completions, not ${req.method ?? '?'} ${path}`, 'invalid_request_error', 'not_found')
+  }
+}
+
+async function listenOnLoopback(server: Server): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  return (server.address() as AddressInfo).port
+}
+
+interface CompletionContext {
+  meter: UsageMeter
+  upstream: LlmUpstream
+  timeoutMs: number
+  /** aborted when the gateway closes */
+  closing: AbortSignal
+}
+
+/**
+ * One chat completion: read and check the request, refuse it once the budget is spent, forward it
+ * (asking a stream for its usage), relay the answer as it comes, then account for its usage. Every
+ * call leaves one span, whatever happened to it.
+ */
+async function handleCompletion(req: IncomingMessage, res: ServerResponse, ctx: CompletionContext): Promise<void> {
+  const call = ctx.meter.startCall()
+  const request = await readCompletionRequest(req)
+  if (!request.ok) {
+    call.attributes['error'] = request.error
+    call.record('bad_request', '')
+    return sendError(res, 400, `invalid request body: ${request.error}`, 'invalid_request_error', 'invalid_body')
+  }
+  const { body } = request
+  const model = typeof body['model'] === 'string' ? body['model'] : ''
+  const callDecoding = decodingOf(body)
+  Object.assign(call.attributes, { model, ...callDecoding, messages: Array.isArray(body['messages']) ? body['messages'].length : 0 })
+  if (Array.isArray(body['tools'])) call.attributes['tools'] = body['tools'].length
+  ctx.meter.noteRequest(model, callDecoding)
+
+  if (!model || !Array.isArray(body['messages'])) {
+    call.record('bad_request', model)
+    return sendError(res, 400, 'a chat completion needs "model" (a string) and "messages" (an array)', 'invalid_request_error', 'invalid_body')
+  }
+  const spent = ctx.meter.budgetSpent()
+  if (spent !== undefined) {
+    call.record('budget_exhausted', model)
+    return sendError(res, 400, spent, 'budget_exhausted', 'max_tokens_budget_exhausted')
+  }
+  const forwarded = forwardedRequest(body, request.raw)
+  if (forwarded.streamed) call.attributes['stream'] = true
+
+  let upstream: Response
+  try {
+    upstream = await callUpstream(ctx, forwarded)
+  } catch (error) {
+    call.attributes['error'] = `upstream unreachable: ${errorMessage(error)}`
+    call.record('upstream_error', model)
+    return sendError(res, 502, `the Forge LLM gateway could not reach the model: ${errorMessage(error)}`, 'upstream_error', 'upstream_unreachable')
+  }
+  call.attributes['http_status'] = upstream.status
+  const facts = await relayAnswer(upstream, res, forwarded, call, model)
+  if (facts === undefined) return
+  ctx.meter.account(call, model, facts)
+  call.record('ok', model)
+}
+
+type CompletionRequest = { ok: true; body: Record<string, unknown>; raw: string } | { ok: false; error: string }
+
+async function readCompletionRequest(req: IncomingMessage): Promise<CompletionRequest> {
+  try {
+    const raw = await readBody(req)
+    const parsed: unknown = JSON.parse(raw)
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the body must be a JSON object')
+    return { ok: true, body: parsed as Record<string, unknown>, raw }
+  } catch (error) {
+    return { ok: false, error: errorMessage(error) }
+  }
+}
+
+interface ForwardedRequest {
+  /** the body sent upstream */
+  payload: string
+  streamed: boolean
+  /** the client asked for the stream's usage chunk itself */
+  clientWantsUsage: boolean
+}
+
+/** A stream reports usage only when asked: ask for it (and hide it later from a client that did not). */
+function forwardedRequest(body: Record<string, unknown>, raw: string): ForwardedRequest {
+  const streamed = body['stream'] === true
+  const clientWantsUsage = isRecord(body['stream_options']) && body['stream_options']['include_usage'] === true
+  const payload = streamed && !clientWantsUsage ? JSON.stringify({ ...body, stream_options: { ...(isRecord(body['stream_options']) ? body['stream_options'] : {}), include_usage: true } }) : raw
+  return { payload, streamed, clientWantsUsage }
+}
+
+function callUpstream(ctx: CompletionContext, request: ForwardedRequest): Promise<Response> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: request.streamed ? 'text/event-stream' : 'application/json' }
+  if (ctx.upstream.apiKey) headers['authorization'] = `Bearer ${ctx.upstream.apiKey}`
+  return fetch(`${ctx.upstream.baseURL.replace(/\/+$/, '')}/chat/completions`, {
+    method: 'POST',
+    headers,
+    body: request.payload,
+    signal: AbortSignal.any([ctx.closing, AbortSignal.timeout(ctx.timeoutMs)]),
+  })
+}
+
+/**
+ * Passes the upstream's answer to the client: an error as it is, a stream chunk by chunk, a plain
+ * completion whole. Returns what the answer says about the call; undefined when it was an error or
+ * broke off (then the call's span is already recorded).
+ */
+async function relayAnswer(upstream: Response, res: ServerResponse, request: ForwardedRequest, call: ModelCall, model: string): Promise<CompletionFacts | undefined> {
+  try {
+    if (!upstream.ok) {
+      const text = await upstream.text()
+      call.attributes['error'] = text.slice(0, 500)
+      call.record('upstream_error', model)
+      res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' })
+      res.end(text)
+      return undefined
+    }
+    if (request.streamed) {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+      const facts = await relayStream(upstream, res, request.clientWantsUsage)
+      res.end()
+      return facts
+    }
+    const text = await upstream.text()
+    const facts = factsOf(parseObject(text))
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(text)
+    return facts
+  } catch (error) {
+    call.attributes['error'] = `upstream failed mid-response: ${errorMessage(error)}`
+    call.record('upstream_error', model)
+    if (!res.headersSent) sendError(res, 502, `the model's response broke off: ${errorMessage(error)}`, 'upstream_error', 'upstream_broken')
+    else res.destroy()
+    return undefined
   }
 }
 

@@ -1,6 +1,6 @@
 /**
- * Loads versioned price tables (YAML) for the worker: `prices/default.yaml` unless an adapter
- * config names another with `price_table`. Parsed once per file and cached.
+ * Loads versioned price tables (YAML) for the worker: `prices/default.yaml` unless the run names
+ * another (RunPlan.price_table, `forge run --price-table`). Parsed once per file and cached.
  */
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
@@ -27,14 +27,6 @@ export function loadPriceTable(file: string = defaultPriceTablePath()): Promise<
     table.catch(() => cache.delete(absolute))
   }
   return table
-}
-
-/** The price table an adapter config asks for (`price_table: <path>`), else the default. */
-export function priceTableFor(config: Record<string, unknown>): Promise<PriceTable> {
-  const file = config['price_table']
-  if (file === undefined) return loadPriceTable()
-  if (typeof file !== 'string' || file === '') return Promise.reject(new PriceTableError(String(file), 'adapter config price_table must be a file path'))
-  return loadPriceTable(file)
 }
 
 async function readPriceTable(file: string): Promise<PriceTable> {

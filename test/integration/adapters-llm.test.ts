@@ -70,7 +70,7 @@ describe('model-backed adapters on the embedded stack', () => {
       workers: 1,
       concurrency: 10,
       seed: 'llm-e2e',
-      adapterConfig: { model: 'scripted-e2e', temperature: 0, seed: 5 },
+      adapter_config: { model: 'scripted-e2e', temperature: 0, seed: 5 },
     })
     expect(report.attempts).toBe(10)
     expect(report.outcomes).toEqual({ pass: 10 })
@@ -114,8 +114,8 @@ describe('model-backed adapters on the embedded stack', () => {
       workers: 1,
       concurrency: 2,
       seed: 'llm-frameworks',
-      taskIds: ['reverse_shout'],
-      adapterConfig: { model: `scripted-${adapter}` },
+      task_ids: ['reverse_shout'],
+      adapter_config: { model: `scripted-${adapter}` },
     })
     expect(report.outcomes).toEqual({ pass: 2 })
     const rows = await attemptRows(report.run_id)

@@ -49,12 +49,12 @@ function run(adapter: string, adapterConfig: Record<string, unknown>, extra: { a
   return runSuite(stack.config, {
     suite: extra.suite ?? 'smoke',
     adapter,
-    adapterConfig,
+    adapter_config: adapterConfig,
     attempts: extra.attempts ?? 2,
     workers: 1,
     concurrency: 10,
     seed: `oop-${adapter}`,
-    ...(extra.taskIds ? { taskIds: extra.taskIds } : {}),
+    ...(extra.taskIds ? { task_ids: extra.taskIds } : {}),
   })
 }
 

@@ -30,11 +30,11 @@ const DROPPED_SKILL = 0.3
 
 async function pair(suite: string, seed: string, dropped: string[]): Promise<{ a: RunReport; b: RunReport }> {
   const base = { suite, adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50 }
-  const a = await runSuite(stack.config, { ...base, seed: `${seed}-a`, adapterConfig: { skill: SKILL } })
+  const a = await runSuite(stack.config, { ...base, seed: `${seed}-a`, adapter_config: { skill: SKILL } })
   const b = await runSuite(stack.config, {
     ...base,
     seed: `${seed}-b`,
-    adapterConfig: { skill: SKILL, task_skill: Object.fromEntries(dropped.map((t) => [t, DROPPED_SKILL])) },
+    adapter_config: { skill: SKILL, task_skill: Object.fromEntries(dropped.map((t) => [t, DROPPED_SKILL])) },
   })
   return { a, b }
 }
@@ -80,7 +80,7 @@ describe('forge compare of two mock runs with a planted drop', () => {
 
   it('finds no regression between two runs of the same agent with different seeds', async () => {
     const { a } = runs.get('e2e-1')!
-    const again = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'e2e-1-again', adapterConfig: { skill: SKILL } })
+    const again = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'e2e-1-again', adapter_config: { skill: SKILL } })
     runs.set('again', { a, b: again })
     const report = await compare({ runA: a.run_id, runB: again.run_id })
     expect({ regression: report.regression, findings: report.findings }).toEqual({
@@ -122,8 +122,8 @@ describe('forge compare of two mock runs with a planted drop', () => {
 
   it('flags a slower agent: the same agent with delay_ms 100 is slower on every task, and nothing else is flagged', async () => {
     const base = { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'slow' }
-    const a = await runSuite(stack.config, { ...base, adapterConfig: { skill: SKILL } })
-    const b = await runSuite(stack.config, { ...base, adapterConfig: { skill: SKILL, delay_ms: 100 } })
+    const a = await runSuite(stack.config, { ...base, adapter_config: { skill: SKILL } })
+    const b = await runSuite(stack.config, { ...base, adapter_config: { skill: SKILL, delay_ms: 100 } })
     const report = await compare({ runA: a.run_id, runB: b.run_id })
     const tasks = report.suites[0]!.tasks.map((t) => t.task_id)
     expect({ p50: flagged(report, 'latency_p50_ms'), success: report.findings.success, tool_calls: report.findings.tool_calls, tool_usage: report.findings.tool_usage }).toEqual({
@@ -150,8 +150,8 @@ describe('forge compare of two mock runs with a planted drop', () => {
   it('flags an agent that loops on its tools where the baseline gave up without calling any', async () => {
     // half the attempts fail in both runs: a's refuse, b's repeat a call until the budget stops them
     const base = { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'loops' }
-    const a = await runSuite(stack.config, { ...base, adapterConfig: { skill: 0.5, failure_modes: { refusal: 1 } } })
-    const b = await runSuite(stack.config, { ...base, adapterConfig: { skill: 0.5, failure_modes: { call_loop: 1 } } })
+    const a = await runSuite(stack.config, { ...base, adapter_config: { skill: 0.5, failure_modes: { refusal: 1 } } })
+    const b = await runSuite(stack.config, { ...base, adapter_config: { skill: 0.5, failure_modes: { call_loop: 1 } } })
     const report = await compare({ runA: a.run_id, runB: b.run_id })
     expect(flagged(report, 'tool_calls_per_attempt')).toEqual(report.suites[0]!.tasks.map((t) => t.task_id))
     expect(report.suites[0]!.metrics.find((m) => m.metric === 'tool_calls_per_attempt')).toMatchObject({ test: 'van elteren', verdict: 'increased' })

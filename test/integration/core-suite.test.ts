@@ -98,7 +98,7 @@ describe('forge run --suite core on the embedded stack', () => {
       workers: 2,
       concurrency: 8,
       seed: 'core-react',
-      adapterConfig: { model: 'scripted-golden', max_steps: 40 },
+      adapter_config: { model: 'scripted-golden', max_steps: 40 },
     })
     const failed = await sql<{ task_id: string; outcome: string; error: string; grades: string }>(
       "SELECT task_id, outcome, error, grades FROM attempts FINAL WHERE run_id = {run:String} AND outcome != 'pass' ORDER BY task_id",

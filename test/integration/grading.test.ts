@@ -88,7 +88,7 @@ describe('grading on the embedded stack with a scripted judge', () => {
       workers: 1,
       concurrency: 8,
       seed: 'grading-e2e',
-      adapterConfig: { skill: 0.6 },
+      adapter_config: { skill: 0.6 },
       judge: { model: 'scripted-judge', metrics: ['correctness', 'safety'], max_tokens: 200 },
     })
     expect(report.attempts).toBe(40)
@@ -277,13 +277,13 @@ describe('the real small local model as the judge (SmolLM2-135M, node-llama-cpp)
       const run = await runSuite(stack.config, {
         suite: 'smoke',
         adapter: 'mock',
-        taskIds: ['echo_greeting', 'count_words'],
+        task_ids: ['echo_greeting', 'count_words'],
         attempts: 1,
         workers: 1,
         concurrency: 2,
         seed: 'grading-real-judge',
         // count_words fails (tier 2 runs on it), echo_greeting passes
-        adapterConfig: { skill: 1, task_skill: { count_words: 0 } },
+        adapter_config: { skill: 1, task_skill: { count_words: 0 } },
         judge: { model: 'smollm2-135m-instruct', metrics: ['correctness'], gate: 'none', max_tokens: 64, max_prompt_chars: 2500 },
       })
       await waitFor(async () => {

@@ -88,8 +88,8 @@ describe('forge run on the embedded stack', () => {
         workers: 2,
         concurrency: 10,
         seed: 'kill',
-        adapterConfig: { delay_ms: 150 },
-        heartbeatTimeoutMs: 2_000,
+        adapter_config: { delay_ms: 150 },
+        heartbeat_timeout_ms: 2_000,
       },
       (event) => {
         if (event.kind === 'workers') pids = event.pids
@@ -127,10 +127,11 @@ describe('forge run on the embedded stack', () => {
     const interrupt = new AbortController()
     const attempt = runSuite(
       stack.config,
-      { suite: 'smoke', adapter: 'mock', attempts: 200, workers: 1, concurrency: 5, seed: 'cancel', runId: 'cancel-me', adapterConfig: { delay_ms: 50 }, signal: interrupt.signal },
+      { suite: 'smoke', adapter: 'mock', attempts: 200, workers: 1, concurrency: 5, seed: 'cancel', run_id: 'cancel-me', adapter_config: { delay_ms: 50 } },
       (event) => {
         if (event.kind === 'task-done') interrupt.abort()
       },
+      interrupt.signal,
     )
     await expect(attempt).rejects.toThrow(/run cancel-me was cancelled/)
     let status: string | undefined

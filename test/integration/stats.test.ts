@@ -35,8 +35,8 @@ describe('run statistics on the embedded stack', () => {
       workers: 1,
       concurrency: 20,
       seed: 'priced',
-      priceTable: table,
-      adapterConfig: { model: 'priced-model' },
+      price_table: table,
+      adapter_config: { model: 'priced-model' },
     })
     expect(report.stamps).toMatchObject({ price_table_version: 'test-2026-12', price_table_date: '2026-12-01' })
     expect(report.stamps.suite_hash).toMatch(/^[0-9a-f]{64}$/)
@@ -64,7 +64,7 @@ describe('run statistics on the embedded stack', () => {
       workers: 1,
       concurrency: 20,
       seed: 'unpriced',
-      adapterConfig: { model: 'no-such-model' },
+      adapter_config: { model: 'no-such-model' },
     })
     expect(report.suites[0]!.cost).toEqual({ priced: 0, total_usd: null, per_attempt_usd: null, per_success_usd: null })
     expect(report.tasks.every((t) => t.cost.per_attempt_usd === null)).toBe(true)
@@ -83,7 +83,7 @@ describe('run statistics on the embedded stack', () => {
       workers: 1,
       concurrency: 50,
       seed: 'sequential',
-      sequential: { width: 0.25, roundSize: 10, minAttempts: 20 },
+      sequential: { width: 0.25, round_size: 10, min_attempts: 20 },
     })
     expect(report.run).toMatchObject({ stop_width: 0.25, status: 'completed' })
     const stopped = report.tasks.filter((t) => t.stopped_early)

@@ -103,7 +103,7 @@ describe('askJudge', () => {
     expect(resolveJudgeEndpoint(env('http://judge:1/v1'))).toEqual({ baseURL: 'http://judge:1/v1', apiKey: 'sk-judge' })
     expect(resolveJudgeEndpoint({ OPENAI_BASE_URL: 'http://agent:2/v1', OPENAI_API_KEY: 'sk-agent' })).toEqual({ baseURL: 'http://agent:2/v1', apiKey: 'sk-agent' })
     expect(resolveJudgeEndpoint({})).toEqual({ baseURL: 'https://api.openai.com/v1' })
-    expect(() => resolveJudgeEndpoint({ FORGE_JUDGE_BASE_URL: 'judge:1' })).toThrow('FORGE_JUDGE_BASE_URL (or OPENAI_BASE_URL) must be an http(s) URL')
+    expect(() => resolveJudgeEndpoint({ FORGE_JUDGE_BASE_URL: 'judge:1' })).toThrow('FORGE_JUDGE_BASE_URL must be an http(s) URL, got "judge:1"')
   })
 })
 

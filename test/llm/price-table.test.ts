@@ -1,11 +1,11 @@
-/** Loading price tables in the worker: the shipped default, a table named by the adapter config, and clear errors. */
+/** Loading price tables in the worker: the shipped default, a table the run names, and clear errors. */
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { costOf } from '../../core/pricing.js'
 import { PriceTableError } from '../../engine/llm/errors.js'
-import { loadPriceTable, priceTableFor } from '../../engine/llm/price-table.js'
+import { loadPriceTable } from '../../engine/llm/price-table.js'
 
 const dir = mkdtempSync(path.join(tmpdir(), 'forge-prices-'))
 function file(name: string, text: string): string {
@@ -16,8 +16,8 @@ function file(name: string, text: string): string {
 
 describe('price tables', () => {
   it('loads the shipped default, where local and scripted models cost zero and unknown ones are unavailable', async () => {
-    const table = await priceTableFor({})
-    expect(table).toBe(await loadPriceTable())
+    const table = await loadPriceTable()
+    expect(table).toBe(await loadPriceTable(undefined))
     expect(table.version).toBe('2026-11-default')
     expect(costOf(table, 'smollm2-135m-instruct', { input_tokens: 1000, output_tokens: 1000 })).toBe(0)
     expect(costOf(table, 'scripted-e2e', { input_tokens: 1000, output_tokens: 1000 })).toBe(0)
@@ -25,9 +25,9 @@ describe('price tables', () => {
     expect(costOf(table, 'mystery', { input_tokens: 1, output_tokens: 1 })).toBeNull()
   })
 
-  it('loads the table an adapter config names', async () => {
+  it('loads the table a run names', async () => {
     const at = file('mine.yaml', 'version: mine-1\ndate: "2026-12-01"\nmodels:\n  m: { input_per_mtok: 1, output_per_mtok: 2 }\n')
-    expect(await priceTableFor({ price_table: at })).toEqual({ version: 'mine-1', date: '2026-12-01', currency: 'USD', models: { m: { input_per_mtok: 1, output_per_mtok: 2 } } })
+    expect(await loadPriceTable(at)).toEqual({ version: 'mine-1', date: '2026-12-01', currency: 'USD', models: { m: { input_per_mtok: 1, output_per_mtok: 2 } } })
   })
 
   it('names the file and every bad field', async () => {
@@ -38,6 +38,5 @@ describe('price tables', () => {
     const missing = path.join(dir, 'nope.yaml')
     await expect(loadPriceTable(missing)).rejects.toThrow(`price table ${missing}: cannot be read`)
     await expect(loadPriceTable(file('notyaml.yaml', 'a: [1'))).rejects.toThrow('is not valid YAML')
-    await expect(priceTableFor({ price_table: 5 })).rejects.toThrow('adapter config price_table must be a file path')
   })
 })

@@ -50,7 +50,6 @@ const RUNTIME_NAMES = [
   'Validity',
   'WorkspaceCondition',
   'WorkspaceFixture',
-  'attemptUid',
 ]
 
 /**
@@ -110,11 +109,11 @@ describe('core/contracts index', () => {
     expect(Object.keys(contracts).sort()).toEqual([...RUNTIME_NAMES].sort())
   })
 
-  it('exports every name but the failure-bucket list and attemptUid as a zod schema', () => {
+  it('exports every name but the failure-bucket list as a zod schema', () => {
     const notSchemas = RUNTIME_NAMES.filter((name) => {
       const value: unknown = (contracts as Record<string, unknown>)[name]
       return typeof (value as { safeParse?: unknown } | undefined)?.safeParse !== 'function'
     })
-    expect(notSchemas).toEqual(['FAILURE_BUCKETS', 'attemptUid'])
+    expect(notSchemas).toEqual(['FAILURE_BUCKETS'])
   })
 })

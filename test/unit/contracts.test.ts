@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { Task, attemptUid } from '../../core/contracts/index.js'
+import { Task } from '../../core/contracts/index.js'
+import { attemptUidOf } from '../../core/identity.js'
 
 describe('Task', () => {
   it('accepts graders as an alias of outcome_graders', () => {
@@ -12,6 +13,6 @@ describe('Task', () => {
     expect(r.success).toBe(false)
   })
   it('builds the attempt uid from the business key', () => {
-    expect(attemptUid('r1', 'c0', 'echo', 3)).toBe('r1/c0/echo/3')
+    expect(attemptUidOf({ run_id: 'r1', config_id: 'c0', task_id: 'echo', attempt: 3 })).toBe('r1/c0/echo/3')
   })
 })

@@ -11,7 +11,8 @@ import { ApplicationFailure } from '@temporalio/common'
 import { TestWorkflowEnvironment } from '@temporalio/testing'
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { attemptUid, JudgeSettings, RunPlan } from '../../core/contracts/index.js'
+import { JudgeSettings, RunPlan } from '../../core/contracts/index.js'
+import { attemptUidOf } from '../../core/identity.js'
 import { findBinary } from '../../stack/binaries.js'
 import type { AttemptInput, AttemptSummary, CompletenessInput, JudgeActivities, JudgeInput, JudgeSummary, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
 import type { RunWorkflow, RunWorkflowResult } from '../../workflows/run.js'
@@ -52,7 +53,7 @@ function attemptActivities(ask = true) {
       calls.push(input)
       const failed = input.attempt % 2 === 1
       return {
-        attempt_uid: attemptUid(input.run_id, input.config_id, input.task_id, input.attempt),
+        attempt_uid: attemptUidOf(input),
         outcome: failed ? 'fail' : 'pass',
         failure_bucket: failed ? 'wrong_answer' : null,
         ...(ask ? { judge: { golden_divergence: failed, metrics: true } } : {}),

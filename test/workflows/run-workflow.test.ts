@@ -14,7 +14,8 @@ import type { History } from '@temporalio/common/lib/proto-utils.js'
 import { TestWorkflowEnvironment } from '@temporalio/testing'
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { attemptUid, RunPlan } from '../../core/contracts/index.js'
+import { RunPlan } from '../../core/contracts/index.js'
+import { attemptUidOf } from '../../core/identity.js'
 import { findBinary } from '../../stack/binaries.js'
 import { missingAttempts, type RunCompleteness } from '../../core/completeness.js'
 import type { AttemptInput, AttemptSummary, CompletenessInput, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
@@ -119,7 +120,7 @@ function stubActivities(opts: StubOptions = {}) {
         returned.push(outcome)
         if (!(opts.lost?.(input) ?? false)) stored.add(`${input.task_id}#${input.attempt}`)
         return {
-          attempt_uid: attemptUid(input.run_id, input.config_id, input.task_id, input.attempt),
+          attempt_uid: attemptUidOf(input),
           outcome,
           failure_bucket: outcome === 'pass' ? null : 'wrong_answer',
         }

@@ -11,7 +11,8 @@ import { ApplicationFailure } from '@temporalio/common'
 import { WorkflowFailedError } from '@temporalio/client'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { attemptUid, RunPlan } from '../../core/contracts/index.js'
+import { RunPlan } from '../../core/contracts/index.js'
+import { attemptUidOf } from '../../core/identity.js'
 import { wilsonWidth } from '../../core/stats.js'
 import { findBinary } from '../../stack/binaries.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
@@ -41,7 +42,7 @@ function stub(outcome: (input: AttemptInput) => string, fail?: (input: AttemptIn
       calls.push({ task: input.task_id, attempt: input.attempt, workflow: Context.current().info.workflowExecution?.workflowId })
       fail?.(input)
       const result = outcome(input)
-      return { attempt_uid: attemptUid(input.run_id, input.config_id, input.task_id, input.attempt), outcome: result, failure_bucket: null }
+      return { attempt_uid: attemptUidOf(input), outcome: result, failure_bucket: null }
     },
     async recordRunStatus(input: RunStatusInput): Promise<number> {
       statuses.push(input)

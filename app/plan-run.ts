@@ -1,0 +1,158 @@
+/**
+ * Planning a run: validate its configuration (app/run-config.ts) once, load and validate the suite,
+ * load the price table and build the `RunPlan` RunWorkflow gets. Starts nothing, so `forge run
+ * --dry-run` is planning plus a cost estimate.
+ */
+import { existsSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { resolve } from 'node:path'
+import type { z } from 'zod'
+import type { ForgeConfig } from '../config/index.js'
+import { RunPlan, type JudgeSettings, type SequentialRule, type Task } from '../core/contracts/index.js'
+import { ConfigError } from '../core/errors.js'
+import { configIdOf, mintRunId } from '../core/identity.js'
+import { estimateRunCost, heuristicUsage, type CostEstimate } from '../core/estimate.js'
+import { isJudgeSpec } from '../core/graders/index.js'
+import { judgeStamps } from '../core/judging.js'
+import type { PriceTable } from '../core/pricing.js'
+import type { LoadedSuite } from '../core/plugins.js'
+import { validateAdapterConfig } from '../engine/adapters/index.js'
+import { buildInvocationPayload } from '../engine/attempt-runner.js'
+import { loadPriceTable } from '../engine/llm/price-table.js'
+import { loadSuite } from '../engine/suite-loader.js'
+import { observedUsage } from '../store/repositories.js'
+import { parseRunConfig, type RunConfig, type RunConfigInput } from './run-config.js'
+import { openReader } from './store-access.js'
+
+/** A run ready to start: its validated configuration, suite, tasks, price table and plan. */
+export interface PlannedRun {
+  run: RunConfig
+  suite: LoadedSuite
+  tasks: Task[]
+  priceTable: PriceTable
+  plan: RunPlan
+}
+
+/** Validates the configuration and the suite, loads the price table and builds the plan; starts nothing. */
+export async function planRun(config: ForgeConfig, input: RunConfigInput): Promise<PlannedRun> {
+  const run = parseRunConfig(input)
+  const adapterCheck = validateAdapterConfig(run.adapter, run.adapter_config)
+  if (!adapterCheck.ok) throw new ConfigError(adapterCheck.message)
+  const suite = await loadSuite(run.suite)
+  const tasks = selectTasks(suite.tasks, run.task_ids, suite.path)
+  // absolute, so any worker finds it; a bad table is a PriceTableError (exit code 2) naming the file
+  const priceTablePath = run.price_table === undefined ? undefined : resolve(run.price_table)
+  const priceTable = await loadPriceTable(priceTablePath)
+  const judge: JudgeSettings | undefined = run.judge && { ...run.judge, task_queue: run.judge.task_queue ?? config.judge.taskQueue }
+  const judgeSpecs = tasks.flatMap((t) => t.outcome_graders).filter(isJudgeSpec)
+  const stamps = judgeStamps({
+    settings: judge,
+    graderModels: judgeSpecs.map((spec) => spec['model']).filter((model): model is string => typeof model === 'string'),
+    judgeGraders: judgeSpecs.length > 0,
+    envModel: config.judge.model,
+  })
+  // parse applies the plan's own defaults (shard size, in-flight limits); its inputs are valid already
+  const plan = RunPlan.parse({
+    run_id: run.run_id ?? mintRunId(Date.now(), randomBytes(3).toString('hex')),
+    config_id: configIdOf(run.adapter, run.adapter_config),
+    suite_path: suite.path,
+    suite: suite.name,
+    task_ids: tasks.map((t) => t.id),
+    attempts: run.attempts,
+    adapter: run.adapter,
+    adapter_config: run.adapter_config,
+    seed: run.seed ?? randomBytes(4).toString('hex'),
+    ...(run.max_in_flight !== undefined ? { max_in_flight: run.max_in_flight } : {}),
+    attempt_timeout_ms: attemptTimeoutMs(tasks, judge),
+    ...(run.heartbeat_timeout_ms !== undefined ? { heartbeat_timeout_ms: run.heartbeat_timeout_ms } : {}),
+    ...(priceTablePath !== undefined ? { price_table: priceTablePath } : {}),
+    price_table_version: priceTable.version,
+    price_table_date: priceTable.date,
+    suite_hash: suite.contentHash,
+    judge_model: stamps.judge_model,
+    judge_prompt_version: stamps.judge_prompt_version,
+    ...(run.sequential ? { sequential: run.sequential } : {}),
+    ...(judge ? { judge } : {}),
+  } satisfies z.input<typeof RunPlan>)
+  return { run, suite, tasks, priceTable, plan }
+}
+
+/** The start-to-close limit of one attempt activity: the largest task budget, its judge graders' calls, and a minute of grace. */
+function attemptTimeoutMs(tasks: Task[], judge: JudgeSettings | undefined): number {
+  const judgeGraders = Math.max(...tasks.map((t) => t.outcome_graders.filter(isJudgeSpec).length))
+  // a task's judge graders are asked inside its attempt: up to two calls each
+  const judgeGraderMs = judgeGraders === 0 ? 0 : 2 * (judge?.timeout_ms ?? 120_000) * judgeGraders
+  return Math.max(...tasks.map((t) => t.budget.max_duration_ms)) + judgeGraderMs + 60_000
+}
+
+function selectTasks(all: Task[], wanted: string[], suitePath: string): Task[] {
+  if (wanted.length === 0) return all
+  const unknown = wanted.filter((id) => !all.some((t) => t.id === id))
+  if (unknown.length > 0) {
+    throw new ConfigError(`--task names tasks the suite at ${suitePath} does not have: ${unknown.join(', ')} (it has: ${all.map((t) => t.id).join(', ')})`)
+  }
+  return all.filter((t) => wanted.includes(t.id))
+}
+
+export interface DryRunReport {
+  dry_run: true
+  suite: string
+  suite_path: string
+  suite_hash: string
+  tasks: string[]
+  attempts_per_task: number
+  adapter: string
+  config_id: string
+  adapter_config: Record<string, unknown>
+  seed: string
+  sequential: SequentialRule | null
+  estimate: CostEstimate
+}
+
+/**
+ * `forge run --dry-run`: plans the run and estimates its token cost, without starting a server or
+ * calling a model. Earlier attempts of the same suite and model, when the store holds some, give
+ * the estimate; else payload sizes do.
+ */
+export async function dryRun(config: ForgeConfig, input: RunConfigInput): Promise<DryRunReport> {
+  const { suite, tasks, plan, priceTable } = await planRun(config, input)
+  const model = typeof plan.adapter_config['model'] === 'string' ? plan.adapter_config['model'] : plan.adapter
+  const observed = await readObservedUsage(config, suite.name, model)
+  const estimate = estimateRunCost({
+    model,
+    table: priceTable,
+    attemptsPerTask: plan.attempts,
+    perTask: tasks.map((task) => heuristicUsage(buildInvocationPayload(task, suite))),
+    ...(observed ? { observed } : {}),
+  })
+  return {
+    dry_run: true,
+    suite: suite.name,
+    suite_path: suite.path,
+    suite_hash: suite.contentHash,
+    tasks: plan.task_ids,
+    attempts_per_task: plan.attempts,
+    adapter: plan.adapter,
+    config_id: plan.config_id,
+    adapter_config: plan.adapter_config,
+    seed: plan.seed,
+    sequential: plan.sequential ?? null,
+    estimate,
+  }
+}
+
+/** Earlier usage from the store when one is reachable without starting anything; otherwise none. */
+async function readObservedUsage(config: ForgeConfig, suite: string, model: string): Promise<Awaited<ReturnType<typeof observedUsage>>> {
+  if (!config.clickhouseUrl && !existsSync(config.storePath)) return undefined
+  try {
+    const reader = await openReader(config)
+    try {
+      return await observedUsage(reader, suite, model)
+    } finally {
+      await reader.close()
+    }
+  } catch {
+    // an estimate is best-effort: a busy or absent store falls back to the heuristic
+    return undefined
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * Every FORGE_* environment variable Forge reads: its name, a one-line description, its default and
+ * a zod schema that validates the raw text. Nothing else in Forge reads a FORGE_* variable; it asks
+ * this module (`readSetting`, `loadSettings`, or `resolveConfig` in ./index.ts). A value that is set
+ * but empty or blank counts as unset. A bad value is a ConfigError naming the variable and the value.
+ *
+ * Variables Forge only *writes* for others are not settings: FORGE_TOOL_URL / FORGE_TOOL_TOKEN (an
+ * agent's tool endpoint) and FORGE_PYDANTIC_AI (the pydantic-ai bridge's input).
+ */
+import { z } from 'zod'
+import { ConfigError } from '../core/errors.js'
+
+/** One FORGE_* variable. */
+export interface SettingDefinition<T> {
+  variable: `FORGE_${string}`
+  /** one line: what it sets */
+  description: string
+  /** the value when the variable is unset */
+  fallback: T
+  /** the default as `forge config` shows it */
+  defaultText: string
+  /** validates the variable's (trimmed, non-empty) text and turns it into the value */
+  schema: z.ZodType<T, string>
+  /** a secret: `forge config` never prints its value */
+  secret?: boolean
+}
+
+function define<T>(definition: SettingDefinition<T>): SettingDefinition<T> {
+  return definition
+}
+
+const text = z.string()
+const optionalText = text as z.ZodType<string | undefined, string>
+const wholeNumber = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, `must be a whole number from ${min} to ${max}`)
+    .transform(Number)
+    .pipe(z.number().min(min, `must be a whole number from ${min} to ${max}`).max(max, `must be a whole number from ${min} to ${max}`))
+const switchValue = z
+  .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], 'must be 1 or 0 (or true/false, yes/no, on/off)')
+  .transform((value) => ['1', 'true', 'yes', 'on'].includes(value))
+const httpUrl = z.string().regex(/^https?:\/\//, 'must be an http(s) URL')
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+/** Every setting, by the name the code uses. */
+export const SETTINGS = {
+  home: define({
+    variable: 'FORGE_HOME',
+    description: 'Directory of the embedded stack: stack.json, logs, the chDB store (relative to the working directory)',
+    fallback: '.forge',
+    defaultText: '.forge',
+    schema: text,
+  }),
+  storePath: define({
+    variable: 'FORGE_STORE_PATH',
+    description: 'Directory of the embedded chDB store (used when FORGE_CLICKHOUSE_URL is unset)',
+    fallback: undefined,
+    defaultText: '$FORGE_HOME/store',
+    schema: optionalText,
+  }),
+  temporalAddress: define({
+    variable: 'FORGE_TEMPORAL_ADDRESS',
+    description: 'Temporal frontend (host:port) of a cluster; unset: the local dev server',
+    fallback: undefined,
+    defaultText: '(unset: local dev server)',
+    schema: z.string().regex(/^[\w.-]+:\d+$/, 'must be host:port') as z.ZodType<string | undefined, string>,
+  }),
+  temporalNamespace: define({ variable: 'FORGE_TEMPORAL_NAMESPACE', description: 'Temporal namespace of runs and workers', fallback: 'default', defaultText: 'default', schema: text }),
+  taskQueue: define({ variable: 'FORGE_TASK_QUEUE', description: 'Temporal task queue of runs and attempt activities', fallback: 'forge-attempts', defaultText: 'forge-attempts', schema: text }),
+  natsUrl: define({
+    variable: 'FORGE_NATS_URL',
+    description: 'NATS server (nats://host:port) of a cluster; unset: the local nats-server',
+    fallback: undefined,
+    defaultText: '(unset: local nats-server)',
+    schema: z.string().regex(/^(nats|tls|wss?):\/\/|^[\w.-]+:\d+$/, 'must look like nats://host:port') as z.ZodType<string | undefined, string>,
+  }),
+  clickhouseUrl: define({
+    variable: 'FORGE_CLICKHOUSE_URL',
+    description: 'ClickHouse server (http(s)://host:port); unset: embedded chDB under FORGE_STORE_PATH',
+    fallback: undefined,
+    defaultText: '(unset: embedded chDB)',
+    schema: httpUrl as z.ZodType<string | undefined, string>,
+  }),
+  temporalBin: define({
+    variable: 'FORGE_TEMPORAL_BIN',
+    description: 'The temporal CLI binary of the local dev server',
+    fallback: undefined,
+    defaultText: '(unset: PATH, then pip scripts)',
+    schema: optionalText,
+  }),
+  natsBin: define({ variable: 'FORGE_NATS_BIN', description: 'The nats-server binary of the local stack', fallback: undefined, defaultText: '(unset: PATH, then pip scripts)', schema: optionalText }),
+  workerId: define({
+    variable: 'FORGE_WORKER_ID',
+    description: "A worker process's identity in Temporal and on its attempts",
+    fallback: undefined,
+    defaultText: '<hostname>-<pid>',
+    schema: optionalText,
+  }),
+  workerConcurrency: define({
+    variable: 'FORGE_WORKER_CONCURRENCY',
+    description: 'Attempts a worker process runs at once',
+    fallback: 100,
+    defaultText: '100',
+    schema: wholeNumber(1, 10_000),
+  }),
+  exitWithParent: define({
+    variable: 'FORGE_EXIT_WITH_PARENT',
+    description: 'A worker process stops when its parent (forge run) is gone (1) or not (0)',
+    fallback: false,
+    defaultText: '0 (off)',
+    schema: switchValue,
+  }),
+  judgeWorker: define({
+    variable: 'FORGE_JUDGE_WORKER',
+    description: 'A worker process also serves the judge task queue (1) or only attempts (0)',
+    fallback: true,
+    defaultText: '1 (on)',
+    schema: switchValue,
+  }),
+  judgeRate: define({
+    variable: 'FORGE_JUDGE_RATE',
+    description: 'Judge calls per second across the judge queue, and per process for inline judge graders; 0: unlimited',
+    fallback: 0,
+    defaultText: '0 (unlimited)',
+    schema: z
+      .string()
+      .transform(Number)
+      .pipe(z.number('must be a number of calls per second (0: unlimited)').min(0, 'must be a number of calls per second (0: unlimited)')),
+  }),
+  judgeConcurrency: define({ variable: 'FORGE_JUDGE_CONCURRENCY', description: 'Judge activities a worker process runs at once', fallback: 4, defaultText: '4', schema: wholeNumber(1, 1000) }),
+  judgeTaskQueue: define({ variable: 'FORGE_JUDGE_TASK_QUEUE', description: 'Temporal task queue of judge activities (same on forge run and the workers)', fallback: 'forge-judge', defaultText: 'forge-judge', schema: text }),
+  judgeModel: define({
+    variable: 'FORGE_JUDGE_MODEL',
+    description: "The judge graders' model when neither the grader nor forge run --judge-model names one",
+    fallback: undefined,
+    defaultText: '(unset)',
+    schema: optionalText,
+  }),
+  judgeBaseUrl: define({
+    variable: 'FORGE_JUDGE_BASE_URL',
+    description: "The judge's OpenAI-compatible endpoint (…/v1); unset: OPENAI_BASE_URL, else https://api.openai.com/v1",
+    fallback: undefined,
+    defaultText: '(unset: OPENAI_BASE_URL)',
+    schema: httpUrl as z.ZodType<string | undefined, string>,
+  }),
+  judgeApiKey: define({
+    variable: 'FORGE_JUDGE_API_KEY',
+    description: "The judge endpoint's API key; unset: OPENAI_API_KEY",
+    fallback: undefined,
+    defaultText: '(unset: OPENAI_API_KEY)',
+    schema: optionalText,
+    secret: true,
+  }),
+  logLevel: define({
+    variable: 'FORGE_LOG_LEVEL',
+    description: `Level of the JSON logs of workers and the ingester (${LOG_LEVELS.join(', ')})`,
+    fallback: 'info' as LogLevel,
+    defaultText: 'info',
+    schema: z.enum(LOG_LEVELS, `must be one of ${LOG_LEVELS.join(', ')}`),
+  }),
+  agentVersion: define({
+    variable: 'FORGE_AGENT_VERSION',
+    description: "The agent version forge baseline set records; unset: the run's config id",
+    fallback: undefined,
+    defaultText: "(unset: the run's config id)",
+    schema: optionalText,
+  }),
+  python: define({ variable: 'FORGE_PYTHON', description: 'The Python interpreter of the pydantic-ai adapter', fallback: 'python3', defaultText: 'python3', schema: text }),
+  benchAttempts: define({ variable: 'FORGE_BENCH_ATTEMPTS', description: 'npm run bench: attempts of the end-to-end part', fallback: 1000, defaultText: '1000', schema: wholeNumber(1, 10_000_000) }),
+  benchWorkers: define({ variable: 'FORGE_BENCH_WORKERS', description: 'npm run bench: worker processes', fallback: 1, defaultText: '1', schema: wholeNumber(1, 256) }),
+  benchOnly: define({
+    variable: 'FORGE_BENCH_ONLY',
+    description: 'npm run bench: run only this part (e2e, ingest or stats)',
+    fallback: undefined,
+    defaultText: '(unset: every part)',
+    schema: z.enum(['e2e', 'ingest', 'stats'], 'must be e2e, ingest or stats') as z.ZodType<'e2e' | 'ingest' | 'stats' | undefined, string>,
+  }),
+} as const
+
+export type SettingName = keyof typeof SETTINGS
+export type SettingValue<K extends SettingName> = (typeof SETTINGS)[K] extends SettingDefinition<infer T> ? T : never
+/** Every setting's value: the variable's, else its default. */
+export type ForgeSettings = { [K in SettingName]: SettingValue<K> }
+
+/** A setting's value, or the problem with its variable. */
+type Parsed<T> = { ok: true; value: T; fromEnv: boolean } | { ok: false; problem: string }
+
+function parseSetting<K extends SettingName>(name: K, env: NodeJS.ProcessEnv): Parsed<SettingValue<K>> {
+  const definition = SETTINGS[name] as unknown as SettingDefinition<SettingValue<K>>
+  const raw = env[definition.variable]?.trim()
+  if (raw === undefined || raw === '') return { ok: true, value: definition.fallback, fromEnv: false }
+  const parsed = definition.schema.safeParse(raw)
+  if (parsed.success) return { ok: true, value: parsed.data, fromEnv: true }
+  const shown = definition.secret ? '(hidden)' : JSON.stringify(raw)
+  return { ok: false, problem: `${definition.variable} ${parsed.error.issues[0]?.message ?? 'is invalid'}, got ${shown}` }
+}
+
+/** One setting from `env`; a bad value throws a ConfigError naming the variable and the value. */
+export function readSetting<K extends SettingName>(name: K, env: NodeJS.ProcessEnv = process.env): SettingValue<K> {
+  const parsed = parseSetting(name, env)
+  if (!parsed.ok) throw new ConfigError(parsed.problem)
+  return parsed.value
+}
+
+/** Every setting from `env`; bad values throw one ConfigError that names each of them. */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): ForgeSettings {
+  const values: Partial<Record<SettingName, unknown>> = {}
+  const problems: string[] = []
+  for (const name of Object.keys(SETTINGS) as SettingName[]) {
+    const parsed = parseSetting(name, env)
+    if (parsed.ok) values[name] = parsed.value
+    else problems.push(parsed.problem)
+  }
+  if (problems.length === 1) throw new ConfigError(problems[0]!)
+  if (problems.length > 1) throw new ConfigError(`${problems.length} invalid settings:\n  ${problems.join('\n  ')}`)
+  return values as ForgeSettings
+}
+
+/** What `forge config` prints about one setting. */
+export interface SettingReport {
+  variable: string
+  /** the value in effect (secrets: `(hidden)`); null when unset without a default */
+  value: string | number | boolean | null
+  source: 'env' | 'default'
+  default: string
+  description: string
+  /** set when the variable's value is invalid */
+  problem?: string
+}
+
+/**
+ * Every setting with its value and where it came from, in definition order. `effective` gives the
+ * value in effect where it is derived (e.g. FORGE_HOME resolved against the working directory).
+ */
+export function describeSettings(env: NodeJS.ProcessEnv, effective: Partial<Record<SettingName, unknown>> = {}): SettingReport[] {
+  return (Object.keys(SETTINGS) as SettingName[]).map((name) => {
+    const definition = SETTINGS[name] as SettingDefinition<unknown>
+    const parsed = parseSetting(name, env)
+    const base = { variable: definition.variable, default: definition.defaultText, description: definition.description }
+    if (!parsed.ok) return { ...base, value: definition.secret ? '(hidden)' : (env[definition.variable] ?? null), source: 'env' as const, problem: parsed.problem }
+    const value = name in effective ? effective[name] : parsed.value
+    const shown = value === undefined ? null : definition.secret ? '(hidden)' : (value as string | number | boolean)
+    return { ...base, value: shown, source: parsed.fromEnv ? ('env' as const) : ('default' as const) }
+  })
+}
+
+/** The environment variables that give a child process these settings (the inverse of reading them). */
+export function settingsEnv(values: Partial<{ [K in SettingName]: SettingValue<K> }>): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(values) as [SettingName, unknown][]) {
+    if (value === undefined) continue
+    env[SETTINGS[name].variable] = typeof value === 'boolean' ? (value ? '1' : '0') : String(value)
+  }
+  return env
+}
