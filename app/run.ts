@@ -8,8 +8,10 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { ForgeConfig } from '../config/index.js'
 import type { RunPlan, Task } from '../core/contracts/index.js'
-import { ForgeError } from '../core/errors.js'
-import { connectBus, subjects, type ProgressEvent } from '../store/bus.js'
+import { describeCompleteness, describeHarnessErrors, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
+import { ConfigError, ForgeError } from '../core/errors.js'
+import { checkTaskSizes, formatBytes } from '../core/message-size.js'
+import { busMaxPayload, connectBus, subjects, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import { stackUp } from '../stack/local-stack.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
@@ -28,6 +30,8 @@ export type RunEvent =
   | { kind: 'started'; run_id: string; tasks: number; attempts: number; total: number; workers: number; seed: string }
   | { kind: 'task-done'; task_id: string; k: number; n: number; done_tasks: number; total_tasks: number }
   | { kind: 'ingesting'; stored: number; expected: number }
+  /** something the user should know before the run's statistics (e.g. a task field results carry truncated) */
+  | { kind: 'notice'; message: string }
 
 export interface RunReport extends RunStats {
   run_id: string
@@ -41,6 +45,10 @@ export interface RunReport extends RunStats {
   /** runs with a judge: judge activities that completed, and those that failed after every retry (their tier 2 stays pending) */
   judged?: number
   judge_not_executed?: number
+  /** how the run ended: completed, degraded (harness errors > 2%) or incomplete (attempts missing) */
+  status: FinalRunStatus
+  /** what the completeness check at the end of the run found (null for a run started before it existed) */
+  completeness: RunCompleteness | null
 }
 
 /**
@@ -52,6 +60,13 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
   const { run, suite, tasks, plan } = await planRun(config, input)
   const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
   const nc = await connectBus(endpoints.natsUrl, 'forge-run')
+  try {
+    // a field too big for one message of this bus stops the run before its first attempt
+    for (const message of taskSizeNotices(suite, tasks, busMaxPayload(nc))) onEvent({ kind: 'notice', message })
+  } catch (error) {
+    await nc.drain().catch(() => undefined)
+    throw error
+  }
   const pool = startWorkerPool({
     count: run.workers,
     temporalAddress: endpoints.temporalAddress,
@@ -77,7 +92,9 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     const scheduled = result.total
     const reader = await openReader(config)
     try {
-      await waitForStorage(reader, plan.run_id, Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0), run.ingest_timeout_ms, onEvent)
+      // the completeness check already waited for the store; the final run record may still be on its way
+      const published = result.completeness?.stored ?? Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
+      await waitForStorage(reader, plan.run_id, published, run.ingest_timeout_ms, onEvent)
       const stats = await getRunStats(reader, plan.run_id)
       return {
         ...stats,
@@ -90,6 +107,8 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
         wall_ms: wallMs,
         attempts_per_second: scheduled / Math.max(wallMs / 1000, 0.001),
         ...(plan.judge !== undefined ? { judged: result.tally.judged ?? 0, judge_not_executed: result.tally.judge_not_executed ?? 0 } : {}),
+        status: result.status,
+        completeness: result.completeness ?? null,
       }
     } finally {
       await reader.close()
@@ -119,6 +138,41 @@ async function runWorkflow(client: Client, taskQueue: string, plan: RunPlan, sig
   } finally {
     signal?.removeEventListener('abort', cancel)
   }
+}
+
+/**
+ * Checks every task's instruction and input against the bus's max_payload: throws a ConfigError
+ * naming the suite, task, field and sizes when one cannot fit a message; returns notices for
+ * instructions that results carry truncated (with a marker; the verbatim text stays in the suite).
+ */
+export function taskSizeNotices(suite: { name: string; path: string }, tasks: readonly Task[], maxPayload: number): string[] {
+  const { refused, truncated } = checkTaskSizes(tasks, maxPayload)
+  if (refused.length > 0) {
+    const problems = refused.map((p) => `task ${p.task_id}: ${p.field} is ${formatBytes(p.bytes)}, over the ${formatBytes(p.limit)} one message of the bus can carry (max_payload ${formatBytes(maxPayload)} less headroom)`)
+    throw new ConfigError(`suite ${suite.name} (${suite.path}): ${problems.join('; ')}; keep large content in a fixture file and name it in the task`)
+  }
+  return truncated.map((p) => `task ${p.task_id}: its ${formatBytes(p.bytes)} instruction is stored with each result truncated to ${formatBytes(p.limit)} (marked); the verbatim text stays in the suite`)
+}
+
+/** Thrown when the run ended with attempts missing from the store after reconciliation; names them. */
+export class RunIncompleteError extends ForgeError {
+  override name = 'RunIncompleteError'
+  readonly kind = 'run_failed'
+}
+
+/** Thrown when the run completed but harness errors exceed 2% of its attempts (exit code 7). */
+export class RunDegradedError extends ForgeError {
+  override name = 'RunDegradedError'
+  readonly kind = 'degraded'
+}
+
+/** The error a finished run's report ends with: incomplete (exit 1) or degraded (exit 7); undefined when it completed. */
+export function runOutcomeError(report: Pick<RunReport, 'run_id' | 'status' | 'completeness'>): RunIncompleteError | RunDegradedError | undefined {
+  const c = report.completeness
+  if (c === null) return undefined
+  if (report.status === 'incomplete') return new RunIncompleteError(`run ${report.run_id} is incomplete: ${describeCompleteness(c)}`)
+  if (report.status === 'degraded') return new RunDegradedError(`run ${report.run_id} is degraded: ${describeHarnessErrors(c)}`)
+  return undefined
 }
 
 /** Thrown when the run workflow itself failed (a configuration error, or it was cancelled). */

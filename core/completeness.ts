@@ -90,3 +90,45 @@ export function describeHarnessErrors(c: Pick<RunCompleteness, 'stored' | 'harne
   const share = c.stored === 0 ? 0 : c.harness_errors / c.stored
   return `harness errors in ${c.harness_errors} of ${c.stored} attempts (${(share * 100).toFixed(1)}%, over the ${HARNESS_ERROR_LIMIT * 100}% limit): this run is not a valid measurement`
 }
+
+/** What a run record says about completeness (core/contracts RunRecord's fields). */
+export interface RunCompletenessFields {
+  status: string
+  attempts: number
+  task_count: number
+  planned_attempts: number
+  final_stored: number
+  missing_count: number
+  missing_sample: readonly string[]
+  harness_errors: number
+  /** > 0: a sequential run, whose tasks may stop before `attempts` */
+  stop_width: number
+}
+
+/**
+ * The first line of any statistics printed over a run that is not whole: in progress, cancelled,
+ * failed, incomplete, degraded, or simply holding fewer attempts than planned. Undefined for a
+ * completed run whose every planned attempt is stored.
+ */
+export function partialRunNotice(run: RunCompletenessFields | undefined, storedAttempts: number): string | undefined {
+  if (run === undefined) return storedAttempts > 0 ? `PARTIAL: the run's record is not stored; statistics over the ${storedAttempts} attempts found` : undefined
+  const planned = run.planned_attempts > 0 ? run.planned_attempts : run.attempts * run.task_count
+  const sequential = run.stop_width > 0
+  const of = sequential ? `${storedAttempts} attempts stored (sequential: at most ${planned})` : `stored ${storedAttempts}/${planned} attempts`
+  switch (run.status) {
+    case 'running':
+      return `PARTIAL: run in progress, ${of} so far`
+    case 'cancelled':
+    case 'failed':
+      return `PARTIAL: run ${run.status}, ${of}`
+    case 'incomplete': {
+      const names = run.missing_sample.slice(0, 10)
+      const more = run.missing_count - names.length
+      return `INCOMPLETE: stored ${run.final_stored}/${planned}; missing: ${names.join(', ')}${more > 0 ? ` (and ${more} more)` : ''}`
+    }
+    case 'degraded':
+      return `DEGRADED: ${describeHarnessErrors({ stored: run.final_stored > 0 ? run.final_stored : storedAttempts, harness_errors: run.harness_errors })}`
+    default:
+      return !sequential && storedAttempts < planned ? `PARTIAL: ${of}` : undefined
+  }
+}

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core'
 import { adapterNames } from '../../engine/adapters/index.js'
 import { dryRun, type DryRunReport } from '../../app/plan-run.js'
 import { runConfigFromFlags } from '../../app/run-config.js'
-import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
+import { runOutcomeError, runSuite, type RunEvent, type RunReport } from '../../app/run.js'
 import { resolveConfig } from '../../config/index.js'
 import { ForgeCommand } from '../base.js'
 import { usd } from '../format.js'
@@ -79,6 +79,13 @@ export default class Run extends ForgeCommand {
     }
     const report = await runSuite(config, runConfig, onEvent, interrupt.signal).finally(() => process.off('SIGINT', onInterrupt))
     if (!quiet) printRunReport(this, report)
+    // an incomplete (exit 1) or degraded (exit 7) run still shows its statistics, then says why it failed
+    const outcome = runOutcomeError(report)
+    if (outcome !== undefined) {
+      if (quiet) this.logJson(report)
+      this.logToStderr(`Error: ${outcome.message}`)
+      this.exit(outcome.exitCode)
+    }
     return report
   }
 }
@@ -123,5 +130,7 @@ function describe(event: RunEvent): string {
       return `  [${event.done_tasks}/${event.total_tasks}] ${event.task_id}: ${event.k}/${event.n} passed`
     case 'ingesting':
       return `  waiting for the store: ${event.stored}/${event.expected} attempts stored`
+    case 'notice':
+      return `  note: ${event.message}`
   }
 }

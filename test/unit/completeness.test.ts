@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { describeCompleteness, describeHarnessErrors, finalRunStatus, missingAttempts } from '../../core/completeness.js'
+import { describeCompleteness, describeHarnessErrors, finalRunStatus, missingAttempts, partialRunNotice } from '../../core/completeness.js'
 
 describe('missingAttempts', () => {
   it('lists what the store lacks in plan order, counts it exactly, and caps the list', () => {
@@ -54,5 +54,36 @@ describe('the messages', () => {
     expect(describeHarnessErrors({ stored: 200, harness_errors: 7 })).toBe(
       'harness errors in 7 of 200 attempts (3.5%, over the 2% limit): this run is not a valid measurement',
     )
+  })
+})
+
+describe('partialRunNotice', () => {
+  const run = {
+    status: 'completed', attempts: 40, task_count: 5, planned_attempts: 200, final_stored: 200, missing_count: 0, missing_sample: [] as string[], harness_errors: 0, stop_width: 0,
+  }
+  it('is nothing for a completed run holding every planned attempt', () => {
+    expect(partialRunNotice(run, 200)).toBeUndefined()
+  })
+  it('names what is missing from an incomplete run', () => {
+    expect(partialRunNotice({ ...run, status: 'incomplete', final_stored: 145, missing_count: 55, missing_sample: ['echo#3', 'echo#7'] }, 145)).toBe(
+      'INCOMPLETE: stored 145/200; missing: echo#3, echo#7 (and 53 more)',
+    )
+  })
+  it('says a run is in progress, cancelled or failed, with how much is stored', () => {
+    expect(partialRunNotice({ ...run, status: 'running', planned_attempts: 0 }, 60)).toBe('PARTIAL: run in progress, stored 60/200 attempts so far')
+    expect(partialRunNotice({ ...run, status: 'cancelled' }, 17)).toBe('PARTIAL: run cancelled, stored 17/200 attempts')
+    expect(partialRunNotice({ ...run, status: 'failed' }, 0)).toBe('PARTIAL: run failed, stored 0/200 attempts')
+  })
+  it('puts the harness-error banner on a degraded run', () => {
+    expect(partialRunNotice({ ...run, status: 'degraded', harness_errors: 9 }, 200)).toBe(
+      'DEGRADED: harness errors in 9 of 200 attempts (4.5%, over the 2% limit): this run is not a valid measurement',
+    )
+  })
+  it('catches a "completed" run of older code that holds fewer attempts than planned (not a sequential one)', () => {
+    expect(partialRunNotice({ ...run, planned_attempts: 0, final_stored: 0 }, 94)).toBe('PARTIAL: stored 94/200 attempts')
+    expect(partialRunNotice({ ...run, stop_width: 0.2 }, 94)).toBeUndefined()
+  })
+  it('says so when attempts exist without their run record', () => {
+    expect(partialRunNotice(undefined, 12)).toBe("PARTIAL: the run's record is not stored; statistics over the 12 attempts found")
   })
 })
