@@ -3,7 +3,7 @@
  * start RunWorkflow, follow progress over NATS, wait until ClickHouse holds every published attempt,
  * and answer with the run's statistics computed from ClickHouse.
  */
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
+import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { ForgeConfig } from '../config/index.js'
@@ -14,6 +14,7 @@ import { checkTaskSizes, formatBytes } from '../core/message-size.js'
 import { busMaxPayload, connectBus, subjects, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import { stackUp } from '../stack/local-stack.js'
+import { superviseStack } from '../stack/supervisor.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { planRun } from './plan-run.js'
 import type { RunConfigInput } from './run-config.js'
@@ -76,15 +77,23 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     concurrency: run.concurrency,
     logDir: join(config.home, 'logs'),
     runId: plan.run_id,
+    onRestart: ({ slot, pid, exit }) => onEvent({ kind: 'stack', message: `worker ${slot} died (${exit}); started again as pid ${pid}` }),
   })
+  // while it waits, forge run restarts whatever of the local stack dies (so does the stack's own supervisor)
+  const supervisor = superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) })
   const connection = await Connection.connect({ address: endpoints.temporalAddress })
   const started = Date.now()
   try {
     const progress = followProgress(nc, plan.run_id, tasks, plan.attempts, onEvent)
     await pool.ready
     onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
-    const result = await runWorkflow(new Client({ connection, namespace: config.temporal.namespace }), config.temporal.taskQueue, plan, signal, () =>
-      onEvent({ kind: 'started', run_id: plan.run_id, tasks: tasks.length, attempts: plan.attempts, total: tasks.length * plan.attempts, workers: run.workers, seed: plan.seed }),
+    const result = await runWorkflow(
+      new Client({ connection, namespace: config.temporal.namespace }),
+      config.temporal.taskQueue,
+      plan,
+      signal,
+      () => onEvent({ kind: 'started', run_id: plan.run_id, tasks: tasks.length, attempts: plan.attempts, total: tasks.length * plan.attempts, workers: run.workers, seed: plan.seed }),
+      (message) => onEvent({ kind: 'stack', message }),
     )
     const wallMs = Date.now() - started
     progress.stop()
@@ -114,6 +123,7 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
       await reader.close()
     }
   } finally {
+    await supervisor.stop()
     await pool.stop()
     await connection.close()
     await nc.drain().catch(() => undefined)
@@ -121,17 +131,36 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
 }
 
 /** Starts RunWorkflow and waits for its result; aborting `signal` cancels it. */
-async function runWorkflow(client: Client, taskQueue: string, plan: RunPlan, signal: AbortSignal | undefined, onStarted: () => void): Promise<RunWorkflowResult> {
+async function runWorkflow(
+  client: Client,
+  taskQueue: string,
+  plan: RunPlan,
+  signal: AbortSignal | undefined,
+  onStarted: () => void,
+  onOutage: (message: string) => void,
+): Promise<RunWorkflowResult> {
   const handle = await client.workflow.start<typeof RunWorkflow>('RunWorkflow', { taskQueue, workflowId: `forge-run-${plan.run_id}`, args: [{ plan }] })
   onStarted()
-  const cancel = () => void handle.cancel().catch(() => undefined)
+  return awaitRunResult(handle, plan.run_id, signal, onOutage)
+}
+
+/**
+ * Waits for a run's workflow to close, through Temporal outages (a restarted dev server comes back on
+ * the same address); aborting `signal` cancels the run. Throws RunFailedError when it failed or was cancelled.
+ */
+export async function awaitRunResult(
+  handle: WorkflowHandle<typeof RunWorkflow>,
+  runId: string,
+  signal: AbortSignal | undefined,
+  onOutage: (message: string) => void,
+): Promise<RunWorkflowResult> {
+  const cancel = () => void retryThroughOutage(() => handle.cancel(), 120_000).catch(() => undefined)
   if (signal?.aborted) cancel()
   signal?.addEventListener('abort', cancel, { once: true })
   try {
-    return await handle.result()
+    return await retryThroughOutage(() => handle.result(), 600_000, () => onOutage('Temporal is unreachable; waiting for it to come back…'))
   } catch (error) {
     if (error instanceof WorkflowFailedError) {
-      const runId = plan.run_id
       throw new RunFailedError(signal?.aborted === true ? `run ${runId} was cancelled; what finished is stored (forge stats --run-id ${runId})` : `run ${runId} failed: ${rootMessage(error)}`, { cause: error })
     }
     throw error
@@ -173,6 +202,30 @@ export function runOutcomeError(report: Pick<RunReport, 'run_id' | 'status' | 'c
   if (report.status === 'incomplete') return new RunIncompleteError(`run ${report.run_id} is incomplete: ${describeCompleteness(c)}`)
   if (report.status === 'degraded') return new RunDegradedError(`run ${report.run_id} is degraded: ${describeHarnessErrors(c)}`)
   return undefined
+}
+
+/** `call`, again every second while Temporal is unreachable (UNAVAILABLE), for at most `timeoutMs`. */
+async function retryThroughOutage<T>(call: () => Promise<T>, timeoutMs: number, onRetry: () => void = () => undefined): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  let said = false
+  for (;;) {
+    try {
+      return await call()
+    } catch (error) {
+      if (!isUnavailable(error) || Date.now() > deadline) throw error
+      if (!said) onRetry()
+      said = true
+      await sleep(1_000)
+    }
+  }
+}
+
+/** A gRPC UNAVAILABLE (code 14) anywhere in the cause chain: the server is down or restarting. */
+function isUnavailable(error: unknown): boolean {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    if ((e as { code?: unknown }).code === 14 || /\b14 UNAVAILABLE\b|ECONNREFUSED/.test(e.message)) return true
+  }
+  return false
 }
 
 /** Thrown when the run workflow itself failed (a configuration error, or it was cancelled). */
@@ -223,10 +276,16 @@ async function waitForStorage(
   timeoutMs: number,
   onEvent: (event: RunEvent) => void,
 ): Promise<void> {
+  let last = 0
   const count = async () => {
-    const [stored, run] = await Promise.all([countAttempts(reader, runId), getRun(reader, runId)])
-    // the run's final record travels the same stream; count it as stored once it landed
-    return run?.status === 'running' || run === undefined ? Math.min(stored, published - 1) : stored
+    try {
+      const [stored, run] = await Promise.all([countAttempts(reader, runId), getRun(reader, runId)])
+      // the run's final record travels the same stream; count it as stored once it landed
+      last = run?.status === 'running' || run === undefined ? Math.min(stored, published - 1) : stored
+    } catch {
+      // the ingester is restarting: ask again
+    }
+    return last
   }
   const deadline = Date.now() + timeoutMs
   let stored = await count()

@@ -22,7 +22,8 @@ export interface ForgeConfig {
   /** server binaries of the local stack; undefined: found on PATH */
   binaries: { temporal: string | undefined; natsServer: string | undefined }
   /** a worker process (workers/worker-process.ts) */
-  worker: { id: string | undefined; concurrency: number; exitWithParent: boolean }
+  /** `runId`: the run a `forge run` worker serves; when its parent is gone it keeps going until that run ended */
+  worker: { id: string | undefined; concurrency: number; exitWithParent: boolean; runId: string | undefined }
   judge: {
     /** worker processes also serve the judge task queue */
     worker: boolean
@@ -54,7 +55,7 @@ function configOf(s: ForgeSettings, cwd: string): ForgeConfig {
     clickhouseUrl: s.clickhouseUrl,
     storePath: s.storePath === undefined ? resolve(home, 'store') : resolve(cwd, s.storePath),
     binaries: { temporal: s.temporalBin, natsServer: s.natsBin },
-    worker: { id: s.workerId, concurrency: s.workerConcurrency, exitWithParent: s.exitWithParent },
+    worker: { id: s.workerId, concurrency: s.workerConcurrency, exitWithParent: s.exitWithParent, runId: s.workerRunId },
     judge: {
       worker: s.judgeWorker,
       rate: s.judgeRate,

@@ -43,6 +43,8 @@ export interface ExecuteAttemptOptions {
   adapterConfig: Record<string, unknown>
   workerId: string
   now?: () => number
+  /** aborting it stops the agent (its run was cancelled); the caller then discards the attempt */
+  signal?: AbortSignal
   /** how long to wait for an aborted adapter to hand back what it has (default 250 ms) */
   graceMs?: number
   /** prices model calls made through the LLM gateway; its version is stamped on the result */
@@ -225,6 +227,10 @@ async function runAgent(
   const session = environment.session
   const tools = createToolBox({ task, suite, attemptUid: key.attempt_uid, budget, startedAt: clock.startedAt, now: clock.now, ...(session !== undefined ? { env: session.handles } : {}) })
   const controller = new AbortController()
+  // the attempt was cancelled from outside (its run was cancelled): stop the agent as at a deadline
+  const cancelled = (): void => controller.abort(opts.signal?.reason ?? new Error('the attempt was cancelled'))
+  if (opts.signal?.aborted === true) cancelled()
+  opts.signal?.addEventListener('abort', cancelled, { once: true })
   // started on the adapter's first ctx.llm(), closed when the agent stopped
   let gateway: Promise<LlmGateway> | undefined
   let agentStopped = false
@@ -267,6 +273,7 @@ async function runAgent(
         )
   const agentFinished = clock.now()
   agentStopped = true
+  opts.signal?.removeEventListener('abort', cancelled)
   const llm = gateway === undefined ? undefined : await gateway.catch(() => undefined)
   await llm?.close()
   return { invocation, tools, startedAt: agentStarted, finishedAt: agentFinished, llm: llm === undefined ? undefined : { summary: llm.summary(), spans: llm.spans } }

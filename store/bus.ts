@@ -57,15 +57,14 @@ export async function ensureResultsStream(nc: NatsConnection, opts: { replicas?:
   const consumer = {
     durable_name: INGESTER_CONSUMER,
     ack_policy: AckPolicy.Explicit,
-    ack_wait: nanos(60_000),
+    // a delivery lost with a killed server is redelivered this soon (an insert round takes well under a second)
+    ack_wait: nanos(15_000),
     max_ack_pending: 20_000,
     max_deliver: -1,
   }
-  try {
-    await jsm.consumers.info(RESULTS_STREAM, INGESTER_CONSUMER)
-  } catch {
-    await jsm.consumers.add(RESULTS_STREAM, consumer)
-  }
+  const existing = await jsm.consumers.info(RESULTS_STREAM, INGESTER_CONSUMER).catch(() => undefined)
+  if (existing === undefined) await jsm.consumers.add(RESULTS_STREAM, consumer)
+  else if (existing.config.ack_wait !== consumer.ack_wait) await jsm.consumers.update(RESULTS_STREAM, INGESTER_CONSUMER, { ack_wait: consumer.ack_wait })
 }
 
 /** The largest message the connected server accepts (its INFO `max_payload`; NATS's default 1 MiB before INFO). */

@@ -59,6 +59,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
             throw ApplicationFailure.nonRetryable((error as Error).message, 'ConfigError')
           }
         }
+        const cancellation = cancellationSignal()
         const execution = await executeAttemptFully({
           suite,
           task,
@@ -71,8 +72,11 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           workerId: deps.workerId,
           now,
           priceTable,
+          ...(cancellation !== undefined ? { signal: cancellation } : {}),
           ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
         })
+        // a cancelled attempt (its run was cancelled) is not a sample: its agent was stopped, nothing is published
+        if (cancellation?.aborted === true) throw cancellation.reason
         const { grading } = execution
         // a result over the bus's max_payload would be refused and lost: cut it (with markers) to fit
         const result = fitAttemptResult({ ...execution.result, metrics: grading.metrics, judgement: grading.judgement }, busMaxPayload(deps.nc))
@@ -135,6 +139,15 @@ export function createActivities(deps: ActivityDeps): RunActivities {
       })
       return startedAt
     },
+  }
+}
+
+/** The activity's cancellation signal (undefined outside an activity: unit tests). */
+function cancellationSignal(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal
+  } catch {
+    return undefined
   }
 }
 

@@ -1,5 +1,7 @@
 /** Bootstraps one attempt worker process: a Temporal worker whose activities publish to NATS. */
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client'
 import { NativeConnection, Worker } from '@temporalio/worker'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
@@ -23,8 +25,10 @@ export interface WorkerOptions {
   clickhouseUrl?: string
   /** attempts this process runs at once (FORGE_WORKER_CONCURRENCY) */
   concurrency: number
-  /** exit when the parent process (a `forge run`) goes away */
+  /** exit when the parent process (a `forge run`) goes away (with `runId`: once that run has ended) */
   exitWithParent?: boolean
+  /** the run a `forge run` started this worker for */
+  runId?: string
   /** FORGE_LOG_LEVEL */
   logLevel: LogLevel
   /** resolves when the worker should stop; defaults to SIGTERM/SIGINT */
@@ -91,11 +95,21 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   let parentWatch: NodeJS.Timeout | undefined
   if (opts.exitWithParent) {
     const parent = process.ppid
+    let orphaned = false
     parentWatch = setInterval(() => {
-      if (process.ppid !== parent) {
+      if (process.ppid === parent || orphaned) return
+      orphaned = true
+      if (opts.runId === undefined) {
         logger.warn({ parent }, 'parent process is gone; shutting down')
         stop()
+        return
       }
+      // a run survives its CLI (issue 12): serve it to its end, then go
+      logger.warn({ parent, run_id: opts.runId }, 'parent process is gone; serving its run until it ends')
+      void untilRunEnded(opts.temporalAddress, opts.namespace, opts.runId).then(() => {
+        logger.info({ run_id: opts.runId }, 'the run ended; shutting down')
+        stop()
+      })
     }, 500)
   }
   logger.info({ task_queue: opts.taskQueue, temporal: opts.temporalAddress, nats: opts.natsUrl }, 'worker ready')
@@ -109,5 +123,26 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     await reader.close().catch(() => undefined)
     await nc.drain().catch(() => undefined)
     await connection.close()
+  }
+}
+
+/** Resolves once the run's workflow is no longer running (polls Temporal; waits through an outage). */
+async function untilRunEnded(address: string, namespace: string, runId: string): Promise<void> {
+  for (;;) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 2_000 })
+      try {
+        for (;;) {
+          const description = await new Client({ connection, namespace }).workflow.getHandle(`forge-run-${runId}`).describe()
+          if (description.status.name !== 'RUNNING') return
+          await sleep(2_000)
+        }
+      } finally {
+        await connection.close()
+      }
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return
+      await sleep(2_000)
+    }
   }
 }

@@ -18,6 +18,7 @@ try {
     ...(config.clickhouseUrl !== undefined ? { clickhouseUrl: config.clickhouseUrl } : {}),
     concurrency: config.worker.concurrency,
     exitWithParent: config.worker.exitWithParent,
+    ...(config.worker.runId !== undefined ? { runId: config.worker.runId } : {}),
     logLevel: config.logLevel,
     // judge activities: their own queue, FORGE_JUDGE_RATE activities per second across it
     judge: config.judge.worker ? { taskQueue: config.judge.taskQueue, activitiesPerSecond: config.judge.rate, concurrency: config.judge.concurrency } : false,
