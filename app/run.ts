@@ -95,38 +95,42 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
       () => onEvent({ kind: 'started', run_id: plan.run_id, tasks: tasks.length, attempts: plan.attempts, total: tasks.length * plan.attempts, workers: run.workers, seed: plan.seed }),
       (message) => onEvent({ kind: 'stack', message }),
     )
-    const wallMs = Date.now() - started
     progress.stop()
-    // a sequential run schedules fewer attempts than tasks × attempts when tasks stop early
-    const scheduled = result.total
-    const reader = await openReader(config)
-    try {
-      // the completeness check already waited for the store; the final run record may still be on its way
-      const published = result.completeness?.stored ?? Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
-      await waitForStorage(reader, plan.run_id, published, run.ingest_timeout_ms, onEvent)
-      const stats = await getRunStats(reader, plan.run_id)
-      return {
-        ...stats,
-        run_id: plan.run_id,
-        seed: plan.seed,
-        suite: suite.name,
-        adapter: plan.adapter,
-        expected_attempts: scheduled,
-        not_executed: result.tally.not_executed,
-        wall_ms: wallMs,
-        attempts_per_second: scheduled / Math.max(wallMs / 1000, 0.001),
-        ...(plan.judge !== undefined ? { judged: result.tally.judged ?? 0, judge_not_executed: result.tally.judge_not_executed ?? 0 } : {}),
-        status: result.status,
-        completeness: result.completeness ?? null,
-      }
-    } finally {
-      await reader.close()
-    }
+    return await reportRun(config, plan, result, Date.now() - started, run.ingest_timeout_ms, onEvent)
   } finally {
     await supervisor.stop()
     await pool.stop()
     await connection.close()
     await nc.drain().catch(() => undefined)
+  }
+}
+
+/** The report of a finished run: once the store holds it, its statistics, with what its workflow counted. */
+export async function reportRun(config: ForgeConfig, plan: RunPlan, result: RunWorkflowResult, wallMs: number, ingestTimeoutMs: number, onEvent: (event: RunEvent) => void): Promise<RunReport> {
+  // a sequential run schedules fewer attempts than tasks × attempts when tasks stop early
+  const scheduled = result.total
+  const reader = await openReader(config)
+  try {
+    // the completeness check already waited for the store; the final run record may still be on its way
+    const published = result.completeness?.stored ?? Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
+    await waitForStorage(reader, plan.run_id, published, ingestTimeoutMs, onEvent)
+    const stats = await getRunStats(reader, plan.run_id)
+    return {
+      ...stats,
+      run_id: plan.run_id,
+      seed: plan.seed,
+      suite: plan.suite,
+      adapter: plan.adapter,
+      expected_attempts: scheduled,
+      not_executed: result.tally.not_executed,
+      wall_ms: wallMs,
+      attempts_per_second: scheduled / Math.max(wallMs / 1000, 0.001),
+      ...(plan.judge !== undefined ? { judged: result.tally.judged ?? 0, judge_not_executed: result.tally.judge_not_executed ?? 0 } : {}),
+      status: result.status,
+      completeness: result.completeness ?? null,
+    }
+  } finally {
+    await reader.close()
   }
 }
 
@@ -241,10 +245,10 @@ function rootMessage(error: Error): string {
 }
 
 /** Counts finished attempts per task from live progress events; duplicates (retries) count once. */
-function followProgress(
+export function followProgress(
   nc: Awaited<ReturnType<typeof connectBus>>,
   runId: string,
-  tasks: Task[],
+  tasks: readonly unknown[],
   attempts: number,
   onEvent: (event: RunEvent) => void,
 ): { stop(): void } {

@@ -27,6 +27,11 @@ export interface StackState {
   ingester?: ProcessEntry
   /** the detached supervisor (stack/supervisor-main.ts) that restarts whatever of the stack dies */
   supervisor?: ProcessEntry
+  /**
+   * The ports the servers last listened on, kept across `stack down`: a server started again takes
+   * them back when they are free, so clients that outlived it (a run's workers) reconnect.
+   */
+  addresses?: { temporal?: number[]; nats?: number }
 }
 
 export interface Endpoints {
@@ -107,7 +112,9 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
       const previous = state.temporal
       if (!isAlive(state.temporal)) {
         log(previous ? again('the Temporal dev server', previous.address) : 'starting Temporal dev server…')
-        state.temporal = await startTemporal(config, previous?.ports ?? portsOf(previous?.address))
+        const started = await startTemporal(config, await reusable(previous?.ports ?? state.addresses?.temporal ?? portsOf(previous?.address)))
+        state.temporal = started
+        state.addresses = { ...state.addresses, temporal: started.ports }
         writeStackState(config.home, state)
       }
       temporalAddress = state.temporal.address
@@ -118,7 +125,8 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
       const previous = state.nats
       if (!isAlive(state.nats)) {
         log(previous ? again('nats-server', previous.url) : 'starting nats-server…')
-        state.nats = await startNats(config, portsOf(previous?.url)[0])
+        state.nats = await startNats(config, (await reusable(previous !== undefined ? portsOf(previous.url) : state.addresses?.nats !== undefined ? [state.addresses.nats] : []))[0])
+        state.addresses = { ...state.addresses, nats: portsOf(state.nats.url)[0] ?? 0 }
         writeStackState(config.home, state)
       }
       natsUrl = state.nats.url
@@ -146,6 +154,20 @@ export function deadComponents(config: ForgeConfig): string[] {
   if (!config.natsUrl && state.nats !== undefined && !isAlive(state.nats)) dead.push('nats')
   if (state.ingester !== undefined && !isAlive(state.ingester)) dead.push('ingester')
   return dead
+}
+
+/** `ports` when every one of them is free to listen on again; [] (take fresh ones) when any is taken. */
+async function reusable(ports: number[]): Promise<number[]> {
+  const free = await Promise.all(ports.map((port) => portFree(port)))
+  return free.every(Boolean) ? ports : []
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer()
+    server.once('error', () => resolve(false))
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
+  })
 }
 
 /** The port(s) of `host:port` or `nats://host:port`; [] when absent. */

@@ -82,6 +82,8 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
         })
 
   const stop = () => {
+    // a shutdown waits on its server: with Temporal gone for good it would wait forever
+    if (opts.exitWithParent) setTimeout(() => process.exit(1), 20_000).unref()
     worker.shutdown()
     judgeWorker?.shutdown()
   }
@@ -126,14 +128,16 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   }
 }
 
-/** Resolves once the run's workflow is no longer running (polls Temporal; waits through an outage). */
+/** Resolves once the run's workflow is no longer running (polls Temporal; waits through an outage of up to 2 minutes). */
 async function untilRunEnded(address: string, namespace: string, runId: string): Promise<void> {
+  let unreachableSince: number | undefined
   for (;;) {
     try {
       const connection = await Connection.connect({ address, connectTimeout: 2_000 })
       try {
         for (;;) {
           const description = await new Client({ connection, namespace }).workflow.getHandle(`forge-run-${runId}`).describe()
+          unreachableSince = undefined
           if (description.status.name !== 'RUNNING') return
           await sleep(2_000)
         }
@@ -142,6 +146,9 @@ async function untilRunEnded(address: string, namespace: string, runId: string):
       }
     } catch (error) {
       if (error instanceof WorkflowNotFoundError) return
+      // a stack that stays down (or came back elsewhere) has no use for this worker
+      unreachableSince ??= Date.now()
+      if (Date.now() - unreachableSince > 120_000) return
       await sleep(2_000)
     }
   }

@@ -2,11 +2,12 @@ import { Flags } from '@oclif/core'
 import { adapterNames } from '../../engine/adapters/index.js'
 import { dryRun, type DryRunReport } from '../../app/plan-run.js'
 import { runConfigFromFlags } from '../../app/run-config.js'
-import { runOutcomeError, runSuite, type RunEvent, type RunReport } from '../../app/run.js'
+import { resumeRun } from '../../app/resume.js'
+import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
 import { resolveConfig } from '../../config/index.js'
 import { ForgeCommand } from '../base.js'
 import { usd } from '../format.js'
-import { printRunStats } from '../stats-view.js'
+import { describeRunEvent, finishRunCommand } from '../run-view.js'
 
 export default class Run extends ForgeCommand {
   static override summary = 'Run a suite: every task × attempt on the worker fleet, then print its statistics.'
@@ -54,6 +55,7 @@ export default class Run extends ForgeCommand {
     'golden-divergence': Flags.boolean({ summary: 'Tier 2: localize failed attempts of tasks with a golden trace (default on with --judge-model).', allowNo: true, default: true }),
     'judge-max-tokens': Flags.integer({ summary: 'Completion tokens per judge call (default 512).', min: 1 }),
     'judge-temperature': Flags.string({ summary: 'Judge sampling temperature (default 0).' }),
+    resume: Flags.string({ summary: 'Re-attach to this run (what forge runs resume does): start workers if it still runs, wait for it, report it.' }),
   }
 
   async run(): Promise<RunReport | DryRunReport> {
@@ -75,30 +77,13 @@ export default class Run extends ForgeCommand {
     }
     process.on('SIGINT', onInterrupt)
     const onEvent = (event: RunEvent) => {
-      if (!quiet) this.log(describe(event))
+      if (!quiet) this.log(describeRunEvent(event))
     }
-    const report = await runSuite(config, runConfig, onEvent, interrupt.signal).finally(() => process.off('SIGINT', onInterrupt))
-    if (!quiet) printRunReport(this, report)
-    // an incomplete (exit 1) or degraded (exit 7) run still shows its statistics, then says why it failed
-    const outcome = runOutcomeError(report)
-    if (outcome !== undefined) {
-      if (quiet) this.logJson(report)
-      this.logToStderr(`Error: ${outcome.message}`)
-      this.exit(outcome.exitCode)
-    }
-    return report
-  }
-}
-
-function printRunReport(command: { log(line: string): void; warn(message: string): unknown }, report: RunReport): void {
-  command.log('')
-  printRunStats((line) => command.log(line), report)
-  command.log(`\n${report.expected_attempts} attempts in ${(report.wall_ms / 1000).toFixed(1)}s (${report.attempts_per_second.toFixed(1)} attempts/s), seed ${report.seed}`)
-  if (report.judged !== undefined) command.log(`judge: ${report.judged} attempt(s) judged on the judge queue (tier 2, judge metrics); forge review list shows what needs a person`)
-  if ((report.judge_not_executed ?? 0) > 0) command.warn(`${report.judge_not_executed} judge activities could not run after every retry; those attempts keep tier 2 pending (flagged for review)`)
-  if (report.not_executed > 0) command.warn(`${report.not_executed} attempts could not be executed after every retry (infrastructure errors); see .forge/logs/`)
-  if (report.attempts < report.expected_attempts - report.not_executed) {
-    command.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
+    const report = await (flags.resume !== undefined
+      ? resumeRun(config, { run_id: flags.resume, workers: flags.workers, concurrency: flags.concurrency }, onEvent, interrupt.signal)
+      : runSuite(config, runConfig, onEvent, interrupt.signal)
+    ).finally(() => process.off('SIGINT', onInterrupt))
+    return finishRunCommand(this.runOutput(), report)
   }
 }
 
@@ -116,21 +101,4 @@ function printDryRun(log: (line: string) => void, plan: DryRunReport): void {
     `estimated cost: ${e.cost_usd === null ? `unavailable: model "${e.model}" has no price in the table` : `${usd(e.cost_usd)} for model ${e.model}`} ` +
       `(price table ${e.price_table.version}, ${e.price_table.date})`,
   )
-}
-
-function describe(event: RunEvent): string {
-  switch (event.kind) {
-    case 'stack':
-      return `  ${event.message}`
-    case 'workers':
-      return `  ${event.pids.length} worker process(es) ready`
-    case 'started':
-      return `run ${event.run_id}: ${event.tasks} tasks × ${event.attempts} attempts = ${event.total} on ${event.workers} worker(s), seed ${event.seed}`
-    case 'task-done':
-      return `  [${event.done_tasks}/${event.total_tasks}] ${event.task_id}: ${event.k}/${event.n} passed`
-    case 'ingesting':
-      return `  waiting for the store: ${event.stored}/${event.expected} attempts stored`
-    case 'notice':
-      return `  note: ${event.message}`
-  }
 }
