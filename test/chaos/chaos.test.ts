@@ -220,3 +220,42 @@ describe('chaos: SIGKILL one process during a 200-attempt run; the run finishes 
     })
   })
 })
+
+describe('Ctrl-C in a terminal (SIGINT to the whole process group)', () => {
+  it('while a run is active, stack down refuses; Ctrl-C cancels the run cleanly, its workers exit, and nothing of it runs later', async () => {
+    writeFileSync(gate, '')
+    const cli = startCli(runArgs('chaos-ctrl-c', 2).filter((arg) => arg !== '--json'))
+    try {
+      await untilHeldAtGate('chaos-ctrl-c')
+      const workers = workerPids(cli.child)
+      expect(workers).toHaveLength(2)
+      // each worker leads its own process group: the terminal's SIGINT is not for them
+      for (const pid of workers) expect(Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[2])).toBe(pid)
+
+      const down = spawnSync(process.execPath, [join(packageRoot(), 'bin', 'run.js'), 'stack', 'down'], { env: stack.env, encoding: 'utf8' })
+      expect({ status: down.status, stderr: down.stderr.trim() }).toEqual({
+        status: 2,
+        stderr: 'Error: run chaos-ctrl-c is still running: stopping the stack would stall it. Wait for it, cancel it (Ctrl-C in its forge run or forge runs resume), or pass --force',
+      })
+
+      process.kill(-cli.child.pid!, 'SIGINT')
+      const end = await cli.exited
+      expect({ code: end.code, stderr: end.stderr.trim() }).toEqual({
+        code: 1,
+        stderr: 'cancelling the run… (Ctrl-C again to quit at once)\nError: run chaos-ctrl-c was cancelled; what finished is stored (forge stats --run-id chaos-ctrl-c)',
+      })
+      expect(workers.filter((pid) => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '))).toEqual([])
+      // the attempts held at the gate were cancelled, not finished: exactly those in front of it are stored
+      const stored = async () => Number((await sql<{ n: string | number }>("SELECT count() AS n FROM attempts FINAL WHERE run_id = 'chaos-ctrl-c'"))[0]?.n)
+      expect(await stored()).toBe(TASKS * HOLD_FROM)
+      const [run] = await sql<{ status: string }>("SELECT status FROM runs FINAL WHERE run_id = 'chaos-ctrl-c'")
+      expect(run?.status).toBe('cancelled')
+    } finally {
+      rmSync(gate, { force: true })
+    }
+    // nothing of it runs later: another run's workers find none of its attempts
+    const next = await startCli(runArgs('chaos-after-ctrl-c', 1)).exited
+    expect(next.code).toBe(0)
+    expect(Number((await sql<{ n: string | number }>("SELECT count() AS n FROM attempts FINAL WHERE run_id = 'chaos-ctrl-c'"))[0]?.n)).toBe(TASKS * HOLD_FROM)
+  })
+})
