@@ -11,7 +11,7 @@ import type { RunPlan, Task } from '../core/contracts/index.js'
 import { describeCompleteness, describeHarnessErrors, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import { ConfigError, ForgeError } from '../core/errors.js'
 import { checkTaskSizes, formatBytes } from '../core/message-size.js'
-import { busMaxPayload, connectBus, subjects, type ProgressEvent } from '../store/bus.js'
+import { busMaxPayload, connectBus, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import { stackUp } from '../stack/local-stack.js'
 import { superviseStack } from '../stack/supervisor.js'
@@ -21,9 +21,13 @@ import type { RunConfigInput } from './run-config.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { startWorkerPool } from './worker-pool.js'
+import { localModelConcurrency, startRunModelServer } from './local-model.js'
 
 export { dryRun, type DryRunReport } from './plan-run.js'
 export type { RunConfig, RunConfigInput } from './run-config.js'
+
+/** follows the run live (progress, log records: app/progress.ts) from before it starts until its results are stored */
+export type RunObserver = (nc: NatsConnection, runId: string, planned: number) => { stop(): void }
 
 export type RunEvent =
   | { kind: 'stack'; message: string }
@@ -57,9 +61,12 @@ export interface RunReport extends RunStats {
  * RunWorkflow, live progress, and the wait until ClickHouse holds every published attempt.
  * Aborting `signal` (Ctrl-C) cancels the run's workflow; the run is recorded as cancelled.
  */
-export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal): Promise<RunReport> {
-  const { run, suite, tasks, plan } = await planRun(config, input)
+export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal, observe?: RunObserver): Promise<RunReport> {
+  const { run, suite, tasks, plan, localModel } = await planRun(config, input)
   const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
+  const modelServer = await startRunModelServer(config, localModel, (message) => onEvent({ kind: 'stack', message }))
+  const concurrency = localModelConcurrency(run.concurrency, run.workers, modelServer.parallel, plan.adapter_config['model'])
+  if (concurrency < run.concurrency) onEvent({ kind: 'stack', message: `${concurrency} attempt(s) at once per worker: the model server generates ${modelServer.parallel} at once (FORGE_MODEL_PARALLEL)` })
   const nc = await connectBus(endpoints.natsUrl, 'forge-run')
   try {
     // a field too big for one message of this bus stops the run before its first attempt
@@ -74,17 +81,20 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     natsUrl: endpoints.natsUrl,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    concurrency: run.concurrency,
+    concurrency,
     logDir: join(config.home, 'logs'),
     runId: plan.run_id,
     onRestart: ({ slot, pid, exit }) => onEvent({ kind: 'stack', message: `worker ${slot} died (${exit}); started again as pid ${pid}` }),
+    env: modelServer.env,
   })
   // while it waits, forge run restarts whatever of the local stack dies (so does the stack's own supervisor)
   const supervisor = superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) })
   const connection = await Connection.connect({ address: endpoints.temporalAddress })
   const started = Date.now()
+  let observer: { stop(): void } | undefined
   try {
     const progress = followProgress(nc, plan.run_id, tasks, plan.attempts, onEvent)
+    observer = observe?.(nc, plan.run_id, tasks.length * plan.attempts)
     await pool.ready
     onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
     const result = await runWorkflow(
@@ -99,6 +109,7 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     return await reportRun(config, plan, result, Date.now() - started, run.ingest_timeout_ms, onEvent)
   } finally {
     await supervisor.stop()
+    observer?.stop()
     await pool.stop()
     await connection.close()
     await nc.drain().catch(() => undefined)

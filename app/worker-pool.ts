@@ -29,6 +29,8 @@ export interface WorkerPoolOptions {
   runId: string
   /** a worker died and was started again in its slot */
   onRestart?: (event: { slot: number; pid: number; exit: string }) => void
+  /** more environment for the workers (e.g. where the stack's model server is) */
+  env?: Record<string, string>
 }
 
 export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
@@ -45,6 +47,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
         // the rest of the worker's settings (judge, log level) it inherits from this process's environment
         env: {
           ...process.env,
+          ...opts.env,
           ...settingsEnv({
             temporalAddress: opts.temporalAddress,
             natsUrl: opts.natsUrl,

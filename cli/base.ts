@@ -10,7 +10,7 @@ export abstract class ForgeCommand extends Command {
   static override enableJsonFlag = true
 
   /** What the run views print through (cli/run-view.ts). */
-  protected runOutput(): RunCommandOutput {
+  protected runCommandOutput(): RunCommandOutput {
     return {
       json: this.jsonEnabled(),
       log: (line) => this.log(line),

@@ -1,13 +1,16 @@
 import type { RunStamps } from '../core/compare.js'
 import type { RunStats, SuiteStats, TaskStats } from '../app/stats.js'
+import { printFaultStats, printFamilies } from './fault-view.js'
 import { counts, interval, ms, num, pct, table, usd } from './format.js'
+import { harnessBanner } from '../core/run-report.js'
 
 /** The stamps every report prints: price table version and date, suite content, judge. */
 export function stampLine(stamps: RunStamps): string {
   const price = stamps.price_table_version === '' ? 'price table not recorded' : `price table ${stamps.price_table_version} (${stamps.price_table_date || 'no date'})`
   const suite = stamps.suite_hash === '' ? '' : `   suite content ${stamps.suite_hash.slice(0, 12)}`
   const judge = stamps.judge_model === '' ? '' : `   judge ${stamps.judge_model}${stamps.judge_prompt_version ? ` prompt ${stamps.judge_prompt_version}` : ''}`
-  return `${price}${suite}${judge}`
+  const faults = stamps.fault_profile_hash ? `   faults ${stamps.fault_profile_hash.slice(0, 12)} (${stamps.fault_mode ?? ''}, rate ${stamps.fault_rate ?? 0})` : ''
+  return `${price}${suite}${judge}${faults}`
 }
 
 /** Which pass@k / pass^k columns a report shows. */
@@ -23,6 +26,8 @@ export function printRunStats(log: (line: string) => void, stats: RunStats, opti
   if (stats.notice !== null) log(stats.notice)
   log(`run ${stats.run_id}${run ? `  suite ${run.suite}  adapter ${run.adapter}  status ${run.status}` : ''}`)
   log(stampLine(stats.stamps))
+  const banner = harnessBanner(stats.failure_buckets['harness_error'] ?? 0, stats.attempts)
+  if (banner) log(`\n!! HARNESS ERRORS: ${banner.message}\n`)
   const ks = options.ks ? [...options.ks] : stats.ks.filter((k) => k > 1)
   for (const suite of stats.suites) {
     const tasks = stats.tasks.filter((t) => t.suite === suite.suite)
@@ -71,6 +76,8 @@ export function printRunStats(log: (line: string) => void, stats: RunStats, opti
   }
   log(`outcomes: ${counts(stats.outcomes)}   validity: ${counts(stats.validity)}   (n = ${stats.attempts})`)
   log(`failure buckets: ${counts(stats.failure_buckets)}`)
+  if (stats.families !== undefined) printFamilies(log, stats.families)
+  if (stats.faults !== undefined) printFaultStats(log, stats.faults)
 }
 
 // a k the run has too few attempts for is said so, not left a bare n/a

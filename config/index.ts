@@ -7,7 +7,7 @@
  * FORGE_HOME, default ./.forge).
  */
 import { resolve } from 'node:path'
-import { describeSettings, loadSettings, type ForgeSettings, type LogLevel, type SettingReport } from './settings.js'
+import { describeSettings, loadSettings, type BenchPart, type ForgeSettings, type LogLevel, type SettingReport } from './settings.js'
 
 export { LOG_LEVELS, readSetting, SETTINGS, settingsEnv, type ForgeSettings, type LogLevel, type SettingName, type SettingReport } from './settings.js'
 
@@ -23,7 +23,11 @@ export interface ForgeConfig {
   binaries: { temporal: string | undefined; natsServer: string | undefined }
   /** a worker process (workers/worker-process.ts) */
   /** `runId`: the run a `forge run` worker serves; when its parent is gone it keeps going until that run ended */
-  worker: { id: string | undefined; concurrency: number; exitWithParent: boolean; runId: string | undefined }
+  worker: { id: string | undefined; concurrency: number; exitWithParent: boolean; role: 'all' | 'attempts' | 'judge'; shutdownGraceMs: number; runId: string | undefined }
+  /** /healthz, /readyz and /metrics of workers and the ingester; undefined: no endpoint */
+  healthPort: number | undefined
+  /** replicas of the results stream when the ingester creates it */
+  natsStreamReplicas: number
   judge: {
     /** worker processes also serve the judge task queue */
     worker: boolean
@@ -38,7 +42,7 @@ export interface ForgeConfig {
   logLevel: LogLevel
   agentVersion: string | undefined
   python: string
-  bench: { attempts: number; workers: number; only: 'e2e' | 'ingest' | 'stats' | undefined }
+  bench: { attempts: number; workers: number; only: BenchPart | undefined }
 }
 
 /** The configuration in `env` (default: this process's); a bad value throws a ConfigError naming each variable and value. */
@@ -55,7 +59,9 @@ function configOf(s: ForgeSettings, cwd: string): ForgeConfig {
     clickhouseUrl: s.clickhouseUrl,
     storePath: s.storePath === undefined ? resolve(home, 'store') : resolve(cwd, s.storePath),
     binaries: { temporal: s.temporalBin, natsServer: s.natsBin },
-    worker: { id: s.workerId, concurrency: s.workerConcurrency, exitWithParent: s.exitWithParent, runId: s.workerRunId },
+    worker: { id: s.workerId, concurrency: s.workerConcurrency, exitWithParent: s.exitWithParent, role: s.workerRole, shutdownGraceMs: s.shutdownGraceMs, runId: s.workerRunId },
+    healthPort: s.healthPort,
+    natsStreamReplicas: s.natsStreamReplicas,
     judge: {
       worker: s.judgeWorker,
       rate: s.judgeRate,

@@ -42,6 +42,8 @@ export interface AttemptRow {
   started_at: string
   finished_at: string
   ingested_at: string
+  injected_faults: number
+  injected_fault_kinds: string[]
 }
 
 export interface ToolCallRow {
@@ -86,6 +88,11 @@ export interface RunRow {
   missing_count: number
   missing_sample: string[]
   harness_errors: number
+  fault_profile_hash: string
+  fault_mode: string
+  fault_rate: number
+  fault_sweep_id: string
+  fault_profile: string
 }
 
 export interface BaselineRow {
@@ -131,6 +138,8 @@ export function attemptToRow(a: AttemptResult, ingestedAt: number): AttemptRow {
     started_at: toChDateTime(a.started_at),
     finished_at: toChDateTime(a.finished_at),
     ingested_at: toChDateTime(ingestedAt),
+    injected_faults: a.injected_faults ?? 0,
+    injected_fault_kinds: a.injected_fault_kinds ?? [],
   }
 }
 
@@ -179,6 +188,11 @@ export function runToRow(r: RunRecord): RunRow {
     missing_count: r.missing_count,
     missing_sample: r.missing_sample,
     harness_errors: r.harness_errors,
+    fault_profile_hash: r.fault_profile_hash ?? '',
+    fault_mode: r.fault_mode ?? '',
+    fault_rate: r.fault_rate ?? 0,
+    fault_sweep_id: r.fault_sweep_id ?? '',
+    fault_profile: r.fault_profile ?? '',
   }
 }
 
@@ -208,6 +222,16 @@ export function rowToRun(row: RunRow): RunRecord {
     missing_count: Number(row.missing_count ?? 0),
     missing_sample: row.missing_sample ?? [],
     harness_errors: Number(row.harness_errors ?? 0),
+    // a run without faults (or written before migration 8) has no fault stamps
+    ...(row.fault_profile_hash
+      ? {
+          fault_profile_hash: row.fault_profile_hash,
+          fault_mode: row.fault_mode,
+          fault_rate: Number(row.fault_rate),
+          fault_sweep_id: row.fault_sweep_id,
+          fault_profile: row.fault_profile,
+        }
+      : {}),
   }
 }
 

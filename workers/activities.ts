@@ -9,6 +9,8 @@ import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { busMaxPayload, publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
 import { attemptRefText } from '../core/completeness.js'
+import type { RunPlan, RunRecord } from '../core/contracts/index.js'
+import { canonicalJson } from '../core/faults.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
 import { getAdapter } from '../engine/adapters/index.js'
@@ -20,6 +22,7 @@ import type { Logger } from '../engine/logger.js'
 import { loadSuiteCached } from '../engine/suite-loader.js'
 import { storedTraceOf } from '../engine/trace-store.js'
 import { fitAttemptResult } from '../engine/message-fit.js'
+import { logAttempt } from '../engine/attempt-log.js'
 
 export interface ActivityDeps {
   nc: NatsConnection
@@ -74,6 +77,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           priceTable,
           ...(cancellation !== undefined ? { signal: cancellation } : {}),
           ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
+          ...(input.faults !== undefined ? { faults: input.faults } : {}),
         })
         // a cancelled attempt (its run was cancelled) is not a sample: its agent was stopped, nothing is published
         if (cancellation?.aborted === true) throw cancellation.reason
@@ -81,16 +85,16 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         // a result over the bus's max_payload would be refused and lost: cut it (with markers) to fit
         const result = fitAttemptResult({ ...execution.result, metrics: grading.metrics, judgement: grading.judgement }, busMaxPayload(deps.nc))
         // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
-        await Promise.all([
-          publishStoredTrace(deps.js, storedTraceOf(execution.result, execution.trace, grading.env, now()), input.republish),
-          publishAttemptResult(deps.js, result, input.republish),
-        ])
+        const stored = storedTraceOf(execution.result, execution.trace, grading.env, now())
+        await Promise.all([publishStoredTrace(deps.js, stored, input.republish), publishAttemptResult(deps.js, result, input.republish)])
+        logAttempt(deps.logger, stored, result)
         publishProgress(deps.nc, input.run_id, {
           attempt_uid: result.attempt_uid,
           task_id: result.task_id,
           attempt: result.attempt,
           outcome: result.outcome,
           failure_bucket: result.failure_bucket,
+          worker_id: deps.workerId,
         })
         return {
           attempt_uid: result.attempt_uid,
@@ -136,6 +140,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
               harness_errors: completeness.harness_errors,
             }
           : {}),
+        ...faultStampsOf(plan),
       })
       return startedAt
     },
@@ -148,6 +153,19 @@ function cancellationSignal(): AbortSignal | undefined {
     return Context.current().cancellationSignal
   } catch {
     return undefined
+  }
+}
+
+/** The run record's fault stamps (RunPlan.faults); a run without faults keeps the defaults. */
+function faultStampsOf(plan: RunPlan): Partial<RunRecord> {
+  const faults = plan.faults
+  if (faults === undefined) return {}
+  return {
+    fault_profile_hash: faults.profile_hash,
+    fault_mode: faults.mode,
+    fault_rate: faults.rate,
+    fault_sweep_id: faults.sweep_id ?? '',
+    fault_profile: canonicalJson(faults.profile),
   }
 }
 

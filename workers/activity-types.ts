@@ -1,6 +1,6 @@
 /** The activity surface as types only: workflows import this file and nothing else of workers/. */
 import type { CompletenessReport, RunCompleteness } from '../core/completeness.js'
-import type { JudgeSettings, RunPlan } from '../core/contracts/index.js'
+import type { FaultProfile, JudgeSettings, RunPlan } from '../core/contracts/index.js'
 
 export interface AttemptInput {
   run_id: string
@@ -21,6 +21,8 @@ export interface AttemptInput {
    * round number, so its messages get fresh msg ids (the store still keeps one row per attempt_uid)
    */
   republish?: number
+  /** the run's fault profile (RunPlan.faults); set only when the run injects faults */
+  faults?: FaultProfile
 }
 
 /** What an attempt activity returns to its workflow: small on purpose (the result travels via NATS). */

@@ -8,8 +8,8 @@ export default class Replay extends Regrade {
     'attempts whose stored evidence cannot support the current graders are listed, not guessed. Use it after changing a ' +
     "suite's graders or invariants to see how a past run scores under them."
   static override examples = [
-    '<%= config.bin %> replay --run-id r20261130024500-a1b2c3',
-    '<%= config.bin %> replay --run-id r20261130024500-a1b2c3 --dry-run --json',
+    '<%= config.bin %> replay --run-id <run-id>',
+    '<%= config.bin %> replay --run-id <run-id> --dry-run --json',
     '<%= config.bin %> replay    # the latest run',
   ]
 }

@@ -40,6 +40,6 @@ export default class RunsResume extends ForgeCommand {
       },
       interrupt.signal,
     ).finally(() => process.off('SIGINT', onInterrupt))
-    return finishRunCommand(this.runOutput(), report)
+    return finishRunCommand(this.runCommandOutput(), report)
   }
 }

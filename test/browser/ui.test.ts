@@ -1,0 +1,67 @@
+/**
+ * `forge ui` in headless Chromium: a user clicks from the runs list to a run, a task, the next page
+ * of attempts and an attempt's trace, and back; no console errors, no request leaves the server.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Browser } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startUi, type UiServer } from '../../app/ui.js'
+import { resolveConfig } from '../../stack/config.js'
+import { openClickHouse } from '../../store/clickhouse.js'
+import { migrate } from '../../store/migrations.js'
+import { storeSyntheticRun } from '../integration/report-fixture.js'
+import { chromiumPath, launchChromium, skipReason, watchPage } from './chromium.js'
+
+describe.skipIf(!chromiumPath)(`forge ui in Chromium${skipReason}`, () => {
+  let home: string
+  let ui: UiServer
+  let browser: Browser
+
+  beforeAll(async () => {
+    home = mkdtempSync(join(tmpdir(), 'forge-ui-browser-'))
+    const config = resolveConfig({ ...process.env, FORGE_HOME: home, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' })
+    const client = await openClickHouse({ kind: 'embedded', path: config.storePath })
+    await migrate(client)
+    await storeSyntheticRun(client, 'uib', ['alpha', 'beta'], 25)
+    await client.close()
+    ui = await startUi(config, { host: '127.0.0.1', port: 0, pageSize: 10 })
+    browser = await launchChromium()
+  })
+
+  afterAll(async () => {
+    await browser?.close()
+    await ui?.close()
+    if (home) rmSync(home, { recursive: true, force: true })
+  })
+
+  it('browses runs → run → task → next page → attempt trace and back', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
+    page.setDefaultTimeout(10_000)
+    const watch = watchPage(page)
+    await page.goto(ui.url)
+    await page.locator('#runs a', { hasText: 'uib' }).click()
+    await page.waitForURL(/\/runs\/uib$/)
+    expect(await page.locator('tr.task-row').count()).toBe(2)
+    expect(await page.locator('#harness-banner').isVisible()).toBe(true)
+    await page.screenshot({ path: '/tmp/forge-browser-ui-run.png', fullPage: true })
+    await page.locator('#tasks a', { hasText: 'beta' }).click()
+    await page.waitForURL(/\/runs\/uib\/tasks\/beta$/)
+    expect(await page.locator('tr.attempt-row').count()).toBe(10)
+    await page.locator('#next').click()
+    await page.waitForURL(/after=beta%2F9/)
+    expect(await page.locator('tr.attempt-row').first().getAttribute('data-uid')).toBe('uib/cfg/beta/10')
+    await page.locator('tr.attempt-row a').first().click()
+    await page.waitForURL(/\/attempts\//)
+    expect(await page.locator('li.node').count()).toBeGreaterThan(3)
+    await page.locator('#collapse-all').click()
+    expect(await page.locator('li.node:visible').count()).toBe(1)
+    await page.screenshot({ path: '/tmp/forge-browser-ui-trace.png' })
+    await page.locator('#back').click()
+    await page.waitForURL(/\/runs\/uib\/tasks\/beta$/)
+    expect(watch.errors).toEqual([])
+    expect(watch.requests.every((url) => url.startsWith(ui.url))).toBe(true)
+    await page.close()
+  })
+})
