@@ -161,7 +161,7 @@ describe('forge CLI', () => {
     }
     expect(ingester).toEqual({ name: 'ingester', state: 'running', detail: expect.stringMatching(/^pid \d+$/) })
     expect(ingester?.detail).not.toBe(`pid ${state.ingester.pid}`)
-    expect(readFileSync(join(stack.home, 'logs', 'supervisor.log'), 'utf8')).toMatch(/dead: ingester\n.*the ingester had died: restarting it…\n.*restarted ingester in \d+ ms/)
+    expect(readFileSync(join(stack.home, 'logs', 'supervisor.log'), 'utf8')).toMatch(/dead: ingester\n.*the ingester had died: restarting it…\n/)
     const up = forge(['stack', 'up', '--json'], stack.env)
     expect(up.status).toBe(0)
     expect((JSON.parse(up.stdout) as { state: string }[]).map((s) => s.state)).toEqual(['running', 'running', 'running', 'running'])
