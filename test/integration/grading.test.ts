@@ -192,7 +192,7 @@ describe('grading on the embedded stack with a scripted judge', () => {
 
     const bad = forge(['review', 'resolve', target.attempt_uid, '--verdict', 'fail', '--failure-bucket', 'oops'], stack.env)
     expect(bad.status).toBe(2)
-    expect(bad.stderr).toContain('--failure-bucket must be one of tool_error')
+    expect(bad.stderr).toContain('--failure-bucket must be one of injected_fault, tool_error')
     const notFlagged = forge(['review', 'resolve', 'no/such/attempt/0', '--verdict', 'pass'], stack.env)
     expect(notFlagged.status).toBe(2)
   })

@@ -60,7 +60,7 @@ describe('forge sweep', () => {
     const b = forge(['sweep', broken], stack.env)
     expect(b.status).toBe(2)
     expect(b.stderr).toContain('the sweep "broken" cannot run:')
-    expect(b.stderr).toContain('toy_math × nosuch: unknown adapter "nosuch"')
+    expect(b.stderr).toContain('toy_math × nosuch: --adapter names an unknown adapter "nosuch"')
     expect(b.stderr).toContain(`${join(stack.home, 'no-such-suite')} × mock: `)
     const list = json<unknown[]>(forge(['sweep', 'list', '--json'], stack.env))
     expect(list).toEqual([])

@@ -136,6 +136,6 @@ describe('model server settings', () => {
   it('name the variable and the value that is wrong', () => {
     expect(() => modelServerSettings({ FORGE_MODEL_PARALLEL: '0' })).toThrow(new ConfigError('FORGE_MODEL_PARALLEL must be a whole number from 1 to 64, got "0"'))
     expect(() => modelServerSettings({ FORGE_MODEL_CONTEXT: 'lots' })).toThrow(new ConfigError('FORGE_MODEL_CONTEXT must be a whole number from 256 to 1048576, got "lots"'))
-    expect(() => modelServerSettings({ FORGE_LOCAL_MODEL_URL: 'h:1' })).toThrow(new ConfigError('FORGE_LOCAL_MODEL_URL must be an http(s) URL ending in /v1, got "h:1"'))
+    expect(() => modelServerSettings({ FORGE_LOCAL_MODEL_URL: 'h:1' })).toThrow(new ConfigError('FORGE_LOCAL_MODEL_URL must be an http(s) URL, got "h:1"'))
   })
 })
