@@ -9,7 +9,7 @@ import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
-import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
+import type { AttemptBatchInput, AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
 import { getAdapter } from '../engine/adapters/index.js'
 import { runAttempt as executeAttemptFully } from '../engine/attempt-runner.js'
 import { SuiteLoadError, UnknownAdapterError } from '../engine/errors.js'
@@ -30,68 +30,87 @@ export interface ActivityDeps {
 
 export function createActivities(deps: ActivityDeps): RunActivities {
   const now = deps.now ?? Date.now
+  const runOne = async (input: AttemptInput): Promise<AttemptSummary> => {
+    const suite = await loadSuiteCached(input.suite_path).catch((error: unknown) => {
+      throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
+    })
+    const task = suite.tasks.find((t) => t.id === input.task_id)
+    if (!task) {
+      throw ApplicationFailure.nonRetryable(`suite ${suite.name} (${suite.path}) has no task "${input.task_id}"`, 'UnknownTaskError')
+    }
+    let adapter
+    try {
+      adapter = getAdapter(input.adapter)
+    } catch (error) {
+      if (error instanceof UnknownAdapterError) throw ApplicationFailure.nonRetryable(error.message, 'UnknownAdapterError')
+      throw error
+    }
+    const priceTable = await loadPriceTable(input.price_table).catch((error: unknown) => {
+      throw error instanceof PriceTableError ? ApplicationFailure.nonRetryable(error.message, 'PriceTableError') : error
+    })
+    if (input.judge !== undefined) {
+      try {
+        selectJudgeMetrics(input.judge.metrics)
+      } catch (error) {
+        throw ApplicationFailure.nonRetryable((error as Error).message, 'ConfigError')
+      }
+    }
+    const execution = await executeAttemptFully({
+      suite,
+      task,
+      adapter,
+      runId: input.run_id,
+      configId: input.config_id,
+      attempt: input.attempt,
+      runSeed: input.seed,
+      adapterConfig: input.adapter_config,
+      workerId: deps.workerId,
+      now,
+      priceTable,
+      ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
+    })
+    const { grading } = execution
+    const result = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
+    // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
+    const stored = storedTraceOf(execution.result, execution.trace, grading.env, now())
+    await Promise.all([publishStoredTrace(deps.js, stored), publishAttemptResult(deps.js, result)])
+    logAttempt(deps.logger, stored, result)
+    publishProgress(deps.nc, input.run_id, {
+      attempt_uid: result.attempt_uid,
+      task_id: result.task_id,
+      attempt: result.attempt,
+      outcome: result.outcome,
+      failure_bucket: result.failure_bucket,
+      worker_id: deps.workerId,
+    })
+    return {
+      attempt_uid: result.attempt_uid,
+      outcome: result.outcome,
+      failure_bucket: result.failure_bucket,
+      ...(input.judge !== undefined && grading.judge !== undefined ? { judge: grading.judge } : {}),
+    }
+  }
   return {
     async runAttempt(input: AttemptInput): Promise<AttemptSummary> {
       const stopHeartbeat = startHeartbeat()
       try {
-        const suite = await loadSuiteCached(input.suite_path).catch((error: unknown) => {
-          throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
-        })
-        const task = suite.tasks.find((t) => t.id === input.task_id)
-        if (!task) {
-          throw ApplicationFailure.nonRetryable(`suite ${suite.name} (${suite.path}) has no task "${input.task_id}"`, 'UnknownTaskError')
+        return await runOne(input)
+      } finally {
+        stopHeartbeat()
+      }
+    },
+
+    async runAttempts({ base, items }: AttemptBatchInput): Promise<AttemptSummary[]> {
+      // a retry resumes after the attempts the last try heartbeated as done (they are published already)
+      const done = resumedSummaries(items.length)
+      const stopHeartbeat = startHeartbeat(() => done)
+      try {
+        for (let i = done.length; i < items.length; i++) {
+          const item = items[i]!
+          done.push(await runOne({ ...base, task_id: item.task_id, attempt: item.attempt }))
+          heartbeatNow(done)
         }
-        let adapter
-        try {
-          adapter = getAdapter(input.adapter)
-        } catch (error) {
-          if (error instanceof UnknownAdapterError) throw ApplicationFailure.nonRetryable(error.message, 'UnknownAdapterError')
-          throw error
-        }
-        const priceTable = await loadPriceTable(input.price_table).catch((error: unknown) => {
-          throw error instanceof PriceTableError ? ApplicationFailure.nonRetryable(error.message, 'PriceTableError') : error
-        })
-        if (input.judge !== undefined) {
-          try {
-            selectJudgeMetrics(input.judge.metrics)
-          } catch (error) {
-            throw ApplicationFailure.nonRetryable((error as Error).message, 'ConfigError')
-          }
-        }
-        const execution = await executeAttemptFully({
-          suite,
-          task,
-          adapter,
-          runId: input.run_id,
-          configId: input.config_id,
-          attempt: input.attempt,
-          runSeed: input.seed,
-          adapterConfig: input.adapter_config,
-          workerId: deps.workerId,
-          now,
-          priceTable,
-          ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
-        })
-        const { grading } = execution
-        const result = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
-        // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
-        const stored = storedTraceOf(execution.result, execution.trace, grading.env, now())
-        await Promise.all([publishStoredTrace(deps.js, stored), publishAttemptResult(deps.js, result)])
-        logAttempt(deps.logger, stored, result)
-        publishProgress(deps.nc, input.run_id, {
-          attempt_uid: result.attempt_uid,
-          task_id: result.task_id,
-          attempt: result.attempt,
-          outcome: result.outcome,
-          failure_bucket: result.failure_bucket,
-          worker_id: deps.workerId,
-        })
-        return {
-          attempt_uid: result.attempt_uid,
-          outcome: result.outcome,
-          failure_bucket: result.failure_bucket,
-          ...(input.judge !== undefined && grading.judge !== undefined ? { judge: grading.judge } : {}),
-        }
+        return done
       } finally {
         stopHeartbeat()
       }
@@ -127,8 +146,27 @@ export function createActivities(deps: ActivityDeps): RunActivities {
   }
 }
 
+/** The summaries an earlier try of this batch activity heartbeated (none on the first try). */
+function resumedSummaries(batchSize: number): AttemptSummary[] {
+  let details: unknown
+  try {
+    details = Context.current().info.heartbeatDetails
+  } catch {
+    return [] // called outside an activity (unit tests)
+  }
+  return Array.isArray(details) && details.length <= batchSize ? (details as AttemptSummary[]) : []
+}
+
+function heartbeatNow(details: unknown): void {
+  try {
+    Context.current().heartbeat(details)
+  } catch {
+    // outside an activity (unit tests)
+  }
+}
+
 /** Heartbeats at a third of the heartbeat timeout while an attempt runs, so a dead worker is noticed. */
-function startHeartbeat(): () => void {
+function startHeartbeat(details: () => unknown = () => undefined): () => void {
   let ctx: Context
   try {
     ctx = Context.current()
@@ -137,7 +175,7 @@ function startHeartbeat(): () => void {
   }
   const timeout = ctx.info.heartbeatTimeoutMs
   if (!timeout) return () => undefined
-  ctx.heartbeat()
-  const timer = setInterval(() => ctx.heartbeat(), Math.max(200, Math.floor(timeout / 3)))
+  ctx.heartbeat(details())
+  const timer = setInterval(() => ctx.heartbeat(details()), Math.max(200, Math.floor(timeout / 3)))
   return () => clearInterval(timer)
 }

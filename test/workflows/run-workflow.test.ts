@@ -17,7 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RunPlan } from '../../core/contracts/index.js'
 import { attemptUidOf } from '../../core/identity.js'
 import { findBinary } from '../../stack/binaries.js'
-import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
+import type { AttemptBatchInput, AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
+import { runEachAttempt } from './batch-stub.js'
 import type { RunWorkflow, RunWorkflowResult, ShardInput } from '../../workflows/run.js'
 
 const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url))
@@ -89,6 +90,8 @@ interface StubOptions {
   delayMs?: number
   /** throws to make the activity fail */
   fail?: (input: AttemptInput, tryNumber: number) => void
+  /** throws to make a batch activity fail (before it runs any attempt) */
+  failBatch?: (input: AttemptBatchInput, tryNumber: number) => void
 }
 
 function stubActivities(opts: StubOptions = {}) {
@@ -96,7 +99,13 @@ function stubActivities(opts: StubOptions = {}) {
   const statuses: RunStatusInput[] = []
   const returned: string[] = []
   const window = { current: 0, max: 0 }
+  const batches: AttemptBatchInput[] = []
   const activities: RunActivities = {
+    async runAttempts(input: AttemptBatchInput): Promise<AttemptSummary[]> {
+      batches.push(input)
+      opts.failBatch?.(input, Context.current().info.attempt)
+      return runEachAttempt(activities, input)
+    },
     async runAttempt(input: AttemptInput): Promise<AttemptSummary> {
       const info = Context.current().info
       attempts.push({ input, try: info.attempt, workflow_id: info.workflowExecution?.workflowId })
@@ -121,7 +130,7 @@ function stubActivities(opts: StubOptions = {}) {
       return input.started_at ?? STARTED_AT
     },
   }
-  return { activities, attempts, statuses, returned, window }
+  return { activities, attempts, statuses, returned, window, batches }
 }
 
 /** Runs one RunWorkflow on its own task queue with a worker holding `activities`; returns the handle once it closed. */
@@ -321,6 +330,46 @@ describe('RunWorkflow with stub activities', () => {
     expect(error).toBeInstanceOf(WorkflowFailedError)
     expect(stub.attempts.map((c) => c.try)).toEqual([1])
     expect(stub.statuses.map((s) => s.status)).toEqual(['running', 'failed'])
+  })
+})
+
+describe('ShardWorkflow with several attempts per activity (issue 15)', () => {
+  it('runs 12 attempts as 3 batch activities of 4, each pair exactly once, window still full', async () => {
+    const p = plan({ task_ids: ['a', 'b', 'c'], attempts: 4, max_in_flight: 3, attempts_per_activity: 10 })
+    const stub = stubActivities({ delayMs: 50, outcome: (input) => (input.attempt === 0 ? 'fail' : 'pass') })
+
+    const { result } = await runOnWorker(stub.activities, p)
+
+    expect((await result).tally).toEqual({ outcomes: { pass: 9, fail: 3 }, not_executed: 0 })
+    // min(10 per activity, 12 attempts / 3 in flight) = 4 per activity
+    expect(stub.batches.map((b) => b.items.length)).toEqual([4, 4, 4])
+    expect(stub.attempts.map((c) => `${c.input.task_id}#${c.input.attempt}`).sort()).toEqual(allPairs(p).sort())
+    expect(stub.window.max).toBe(3)
+  })
+
+  it('a plan without attempts_per_activity schedules one attempt per activity, as before', async () => {
+    const p = plan({ task_ids: ['a', 'b'], attempts: 3 })
+    const stub = stubActivities()
+    const { result } = await runOnWorker(stub.activities, p)
+    expect((await result).tally).toEqual({ outcomes: { pass: 6 }, not_executed: 0 })
+    expect(stub.batches).toEqual([])
+    expect(stub.attempts).toHaveLength(6)
+  })
+
+  it('a batch that fails after every retry falls back to one activity per attempt, so the tally stays exact', async () => {
+    const p = plan({ task_ids: ['a', 'flaky'], attempts: 2, max_in_flight: 1, attempts_per_activity: 2 })
+    const stub = stubActivities({
+      failBatch: (input) => {
+        if (input.items.some((item) => item.task_id === 'flaky')) throw ApplicationFailure.retryable('bus down', 'BusDown')
+      },
+    })
+
+    const { result } = await runOnWorker(stub.activities, p)
+
+    expect((await result).tally).toEqual({ outcomes: { pass: 4 }, not_executed: 0 })
+    // retry policy: maximumAttempts 5 for the failing batch, then one activity per attempt
+    expect(stub.batches.map((b) => b.items.map((i) => `${i.task_id}#${i.attempt}`))).toEqual([['a#0', 'a#1'], ...Array(5).fill(['flaky#0', 'flaky#1'])])
+    expect(stub.attempts.map((c) => `${c.input.task_id}#${c.input.attempt}`)).toEqual(['a#0', 'a#1', 'flaky#0', 'flaky#1'])
   })
 })
 
