@@ -69,7 +69,7 @@ async function endToEnd(attemptsTotal: number, workers: number): Promise<void> {
     for (const [name, pid] of watch) cpuAtStart.set(name, cpuSeconds(pid))
     const report = await runSuite(
       config,
-      { suite: 'smoke', adapter: 'mock', attempts: perTask, workers, concurrency: 100, seed: 'bench', max_in_flight: 500 },
+      { suite: 'smoke', adapter: 'mock', attempts: perTask, workers, concurrency: 100, seed: 'bench', max_in_flight: 100 },
       (event) => {
         if (event.kind === 'workers') event.pids.forEach((pid, i) => watch.set(`worker ${i}`, pid))
       },
