@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { resolve } from 'node:path'
 import type { z } from 'zod'
 import type { ForgeConfig } from '../config/index.js'
-import { RunPlan, type JudgeSettings, type SequentialRule, type Task } from '../core/contracts/index.js'
+import { RunPlan, type FaultPlan, type JudgeSettings, type SequentialRule, type Task } from '../core/contracts/index.js'
 import { ConfigError } from '../core/errors.js'
 import { configIdOf, mintRunId } from '../core/identity.js'
 import { estimateRunCost, heuristicUsage, type CostEstimate } from '../core/estimate.js'
@@ -22,6 +22,7 @@ import { loadPriceTable } from '../engine/llm/price-table.js'
 import { loadSuite } from '../engine/suite-loader.js'
 import { observedUsage } from '../store/repositories.js'
 import { parseRunConfig, type RunConfig, type RunConfigInput } from './run-config.js'
+import { resolveRunModels, type RunModels } from './local-model.js'
 import { openReader } from './store-access.js'
 
 /** A run ready to start: its validated configuration, suite, tasks, price table and plan. */
@@ -35,11 +36,16 @@ export interface PlannedRun {
   tasks: Task[]
   priceTable: PriceTable
   plan: RunPlan
+  /** the `local` model the stack's model server must serve, if any */
+  localModel: RunModels['local']
 }
 
 /** Validates the configuration and the suite, loads the price table and builds the plan; starts nothing. */
 export async function planRun(config: ForgeConfig, input: RunConfigInput): Promise<PlannedRun> {
-  const run = parseRunConfig(input)
+  const parsed = parseRunConfig(input)
+  // `--model local` / `--judge-model local`: one GGUF file, recorded as local:<name>
+  const models = resolveRunModels({ ...parsed.adapter_config }, parsed.judge)
+  const run: RunConfig = { ...parsed, adapter_config: models.adapterConfig, ...(models.judge !== undefined ? { judge: models.judge as RunConfig['judge'] } : {}) }
   const adapterCheck = validateAdapterConfig(run.adapter, run.adapter_config)
   if (!adapterCheck.ok) throw new ConfigError(adapterCheck.message)
   const suite = await loadSuite(run.suite)
@@ -78,8 +84,9 @@ export async function planRun(config: ForgeConfig, input: RunConfigInput): Promi
     judge_prompt_version: stamps.judge_prompt_version,
     ...(run.sequential ? { sequential: run.sequential } : {}),
     ...(judge ? { judge } : {}),
+    ...(run.faults ? { faults: run.faults } : {}),
   } satisfies z.input<typeof RunPlan>)
-  return { run, suite, tasks, priceTable, plan }
+  return { run, suite, tasks, priceTable, plan, localModel: models.local }
 }
 
 /** The start-to-close limit of one attempt activity: the largest task budget, its judge graders' calls, and a minute of grace. */
@@ -111,6 +118,8 @@ export interface DryRunReport {
   adapter_config: Record<string, unknown>
   seed: string
   sequential: SequentialRule | null
+  /** the fault profile's stamps, or null without faults */
+  faults: (Omit<FaultPlan, 'profile'> & { rules: number }) | null
   estimate: CostEstimate
 }
 
@@ -142,6 +151,7 @@ export async function dryRun(config: ForgeConfig, input: RunConfigInput): Promis
     adapter_config: plan.adapter_config,
     seed: plan.seed,
     sequential: plan.sequential ?? null,
+    faults: plan.faults === undefined ? null : { profile_hash: plan.faults.profile_hash, mode: plan.faults.mode, rate: plan.faults.rate, sweep_id: plan.faults.sweep_id, rules: plan.faults.profile.rules.length },
     estimate,
   }
 }

@@ -126,9 +126,12 @@ function stampsView(run: RunRecord | undefined, models: { model: string; n: numb
     config_id: run?.config_id ?? '',
     models,
     price_table: run === undefined || run.price_table_version === '' ? 'not recorded' : `${run.price_table_version} (${run.price_table_date || 'no date'})`,
-    // the run record carries no fault profile yet: say what the tool calls show
-    fault_profile:
-      kinds.length === 0 ? 'none (no fault was injected)' : `injected: ${kinds.map((k) => `${k.fault} ×${k.calls}`).join(', ')} (profile not stamped on the run)`,
+    // the profile stamped on the run (issue 13), and what the tool calls show
+    fault_profile: run?.fault_profile_hash
+      ? `${run.fault_profile_hash.slice(0, 12)} (${run.fault_mode ?? ''}, rate ${run.fault_rate ?? 0}${run.fault_sweep_id ? `, sweep ${run.fault_sweep_id}` : ''})${kinds.length === 0 ? '' : `; tool calls hit: ${kinds.map((k) => `${k.fault} ×${k.calls}`).join(', ')}`}`
+      : kinds.length === 0
+        ? 'none (no fault was injected)'
+        : `injected: ${kinds.map((k) => `${k.fault} ×${k.calls}`).join(', ')} (profile not stamped on the run)`,
     seed: run?.seed ?? '',
     status: run?.status ?? 'no run record',
     started_at: run?.started_at ?? null,

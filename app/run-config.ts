@@ -5,7 +5,7 @@
  * once, naming the flag. The price table is its own field, never part of the adapter's settings.
  */
 import { z } from 'zod'
-import { JudgeSettings, SequentialRule } from '../core/contracts/index.js'
+import { FaultPlan, JudgeSettings, SequentialRule } from '../core/contracts/index.js'
 import { ConfigError } from '../core/errors.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import { adapters } from '../engine/adapters/index.js'
@@ -54,6 +54,8 @@ const RunConfigObject = z
         }
       })
       .optional(),
+    /** the run's fault profile and its stamps (app/faults.ts: from --fault-profile or the --fault-* shorthand); absent: no faults */
+    faults: FaultPlan.optional(),
   })
   .strict()
 
@@ -95,6 +97,7 @@ const FLAGS: Record<string, string> = {
   'judge.max_tokens': '--judge-max-tokens',
   'judge.temperature': '--judge-temperature',
   'judge.golden_divergence': '--golden-divergence',
+  faults: '--fault-profile',
 }
 
 function labelOf(path: readonly PropertyKey[]): string {

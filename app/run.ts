@@ -18,6 +18,7 @@ import type { RunConfigInput } from './run-config.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { startWorkerPool } from './worker-pool.js'
+import { localModelConcurrency, startRunModelServer } from './local-model.js'
 
 export { dryRun, type DryRunReport } from './plan-run.js'
 export type { RunConfig, RunConfigInput } from './run-config.js'
@@ -52,8 +53,11 @@ export interface RunReport extends RunStats {
  * Aborting `signal` (Ctrl-C) cancels the run's workflow; the run is recorded as cancelled.
  */
 export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal, observe?: RunObserver): Promise<RunReport> {
-  const { run, suite, tasks, plan } = await planRun(config, input)
+  const { run, suite, tasks, plan, localModel } = await planRun(config, input)
   const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
+  const modelServer = await startRunModelServer(config, localModel, (message) => onEvent({ kind: 'stack', message }))
+  const concurrency = localModelConcurrency(run.concurrency, run.workers, modelServer.parallel, plan.adapter_config['model'])
+  if (concurrency < run.concurrency) onEvent({ kind: 'stack', message: `${concurrency} attempt(s) at once per worker: the model server generates ${modelServer.parallel} at once (FORGE_MODEL_PARALLEL)` })
   const nc = await connectBus(endpoints.natsUrl, 'forge-run')
   const pool = startWorkerPool({
     count: run.workers,
@@ -61,9 +65,10 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     natsUrl: endpoints.natsUrl,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    concurrency: run.concurrency,
+    concurrency,
     logDir: join(config.home, 'logs'),
     runId: plan.run_id,
+    env: modelServer.env,
   })
   const connection = await Connection.connect({ address: endpoints.temporalAddress })
   const started = Date.now()

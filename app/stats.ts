@@ -8,6 +8,9 @@ import { DEFAULT_KS, suiteFigures, type SuiteFigures, type TaskFigures } from '.
 import { suiteValidityRates, validityRates, type ValidityRates } from '../core/validity.js'
 import type { StoreReader } from '../store/clickhouse.js'
 import { getRun, outcomeCounts, runAggregates } from '../store/repositories.js'
+import { familyStats } from './adversarial-stats.js'
+import type { FamilyFigures } from '../core/adversarial.js'
+import { getFaultStats, type FaultStats } from './fault-stats.js'
 
 export interface TaskStats extends TaskFigures {
   outcomes: Record<string, number>
@@ -38,6 +41,10 @@ export interface RunStats {
   validity: Record<string, number>
   stamps: RunStamps
   ks: number[]
+  /** runs with a fault profile (or that met injected faults): recovery and robustness drop */
+  faults?: FaultStats
+  /** runs of a generated adversarial suite: scores per mutation family */
+  families?: FamilyFigures[]
 }
 
 export async function getRunStats(reader: StoreReader, runId: string, ks: readonly number[] = DEFAULT_KS): Promise<RunStats> {
@@ -73,6 +80,7 @@ export async function getRunStats(reader: StoreReader, runId: string, ks: readon
     })),
   )
   const suites = figures.map(({ tasks: suiteTasks, ...suite }) => ({ ...suite, validity_rates: suiteValidityRates(suiteTasks.map((t) => ratesOf(t.task_id))) }))
+  const [faults, families] = await Promise.all([getFaultStats(reader, run, runId), familyStats(run, tasks)])
   return {
     run,
     run_id: runId,
@@ -85,6 +93,8 @@ export async function getRunStats(reader: StoreReader, runId: string, ks: readon
     validity,
     stamps: stampsOf(run),
     ks: [...ks],
+    ...(faults !== undefined ? { faults } : {}),
+    ...(families !== undefined ? { families } : {}),
   }
 }
 
@@ -95,6 +105,7 @@ export function stampsOf(run: RunRecord | undefined): RunStamps {
     suite_hash: run?.suite_hash ?? '',
     judge_model: run?.judge_model ?? '',
     judge_prompt_version: run?.judge_prompt_version ?? '',
+    ...(run?.fault_profile_hash ? { fault_profile_hash: run.fault_profile_hash, fault_mode: run.fault_mode ?? '', fault_rate: run.fault_rate ?? 0 } : {}),
   }
 }
 

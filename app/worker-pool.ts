@@ -21,6 +21,8 @@ export interface WorkerPoolOptions {
   concurrency: number
   logDir: string
   runId: string
+  /** more environment for the workers (e.g. where the stack's model server is) */
+  env?: Record<string, string>
 }
 
 export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
@@ -34,6 +36,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
         // the rest of the worker's settings (judge, log level) it inherits from this process's environment
         env: {
           ...process.env,
+          ...opts.env,
           ...settingsEnv({
             temporalAddress: opts.temporalAddress,
             natsUrl: opts.natsUrl,

@@ -1,5 +1,6 @@
 import type { RunStamps } from '../core/compare.js'
 import type { RunStats, SuiteStats, TaskStats } from '../app/stats.js'
+import { printFaultStats, printFamilies } from './fault-view.js'
 import { counts, interval, ms, num, pct, table, usd } from './format.js'
 import { harnessBanner } from '../core/run-report.js'
 
@@ -8,7 +9,8 @@ export function stampLine(stamps: RunStamps): string {
   const price = stamps.price_table_version === '' ? 'price table not recorded' : `price table ${stamps.price_table_version} (${stamps.price_table_date || 'no date'})`
   const suite = stamps.suite_hash === '' ? '' : `   suite content ${stamps.suite_hash.slice(0, 12)}`
   const judge = stamps.judge_model === '' ? '' : `   judge ${stamps.judge_model}${stamps.judge_prompt_version ? ` prompt ${stamps.judge_prompt_version}` : ''}`
-  return `${price}${suite}${judge}`
+  const faults = stamps.fault_profile_hash ? `   faults ${stamps.fault_profile_hash.slice(0, 12)} (${stamps.fault_mode ?? ''}, rate ${stamps.fault_rate ?? 0})` : ''
+  return `${price}${suite}${judge}${faults}`
 }
 
 /** Which pass@k / pass^k columns a report shows. */
@@ -72,6 +74,8 @@ export function printRunStats(log: (line: string) => void, stats: RunStats, opti
   }
   log(`outcomes: ${counts(stats.outcomes)}   validity: ${counts(stats.validity)}   (n = ${stats.attempts})`)
   log(`failure buckets: ${counts(stats.failure_buckets)}`)
+  if (stats.families !== undefined) printFamilies(log, stats.families)
+  if (stats.faults !== undefined) printFaultStats(log, stats.faults)
 }
 
 // a k the run has too few attempts for is said so, not left a bare n/a

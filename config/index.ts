@@ -22,7 +22,11 @@ export interface ForgeConfig {
   /** server binaries of the local stack; undefined: found on PATH */
   binaries: { temporal: string | undefined; natsServer: string | undefined }
   /** a worker process (workers/worker-process.ts) */
-  worker: { id: string | undefined; concurrency: number; exitWithParent: boolean }
+  worker: { id: string | undefined; concurrency: number; exitWithParent: boolean; role: 'all' | 'attempts' | 'judge'; shutdownGraceMs: number }
+  /** /healthz, /readyz and /metrics of workers and the ingester; undefined: no endpoint */
+  healthPort: number | undefined
+  /** replicas of the results stream when the ingester creates it */
+  natsStreamReplicas: number
   judge: {
     /** worker processes also serve the judge task queue */
     worker: boolean
@@ -54,7 +58,9 @@ function configOf(s: ForgeSettings, cwd: string): ForgeConfig {
     clickhouseUrl: s.clickhouseUrl,
     storePath: s.storePath === undefined ? resolve(home, 'store') : resolve(cwd, s.storePath),
     binaries: { temporal: s.temporalBin, natsServer: s.natsBin },
-    worker: { id: s.workerId, concurrency: s.workerConcurrency, exitWithParent: s.exitWithParent },
+    worker: { id: s.workerId, concurrency: s.workerConcurrency, exitWithParent: s.exitWithParent, role: s.workerRole, shutdownGraceMs: s.shutdownGraceMs },
+    healthPort: s.healthPort,
+    natsStreamReplicas: s.natsStreamReplicas,
     judge: {
       worker: s.judgeWorker,
       rate: s.judgeRate,

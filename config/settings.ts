@@ -47,7 +47,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** Every setting, by the name the code uses. */
 /** The parts of `npm run bench` (bench/run-bench.ts), each runnable alone with FORGE_BENCH_ONLY. */
-export const BENCH_PARTS = ['e2e', 'ingest', 'stats', 'report', 'ui'] as const
+export const BENCH_PARTS = ['e2e', 'ingest', 'stats', 'report', 'ui', 'model', 'faults'] as const
 export type BenchPart = (typeof BENCH_PARTS)[number]
 
 export const SETTINGS = {
@@ -173,6 +173,32 @@ export const SETTINGS = {
     schema: optionalText,
   }),
   chromium: define({ variable: 'FORGE_CHROMIUM', description: 'The Chromium executable of the report bench and the browser tests', fallback: '/usr/bin/chromium', defaultText: '/usr/bin/chromium', schema: text }),
+  workerRole: define<'all' | 'attempts' | 'judge'>({ variable: 'FORGE_WORKER_ROLE', description: 'forge worker: all (attempt and judge queues), attempts or judge', fallback: 'all', defaultText: 'all', schema: z.enum(['all', 'attempts', 'judge'], 'must be all, attempts or judge') as z.ZodType<'all' | 'attempts' | 'judge', string> }),
+  healthPort: define({ variable: 'FORGE_HEALTH_PORT', description: 'Serve /healthz, /readyz and /metrics on this port (workers and the ingester)', fallback: undefined, defaultText: '(unset: no endpoint)', schema: wholeNumber(0, 65535) as z.ZodType<number | undefined, string> }),
+  healthHost: define({ variable: 'FORGE_HEALTH_HOST', description: 'The address the health endpoint listens on', fallback: '0.0.0.0', defaultText: '0.0.0.0', schema: text }),
+  shutdownGraceMs: define({ variable: 'FORGE_SHUTDOWN_GRACE_MS', description: 'After SIGTERM, how long in-flight attempts may finish before they are cancelled and retried elsewhere', fallback: 5000, defaultText: '5000', schema: wholeNumber(0, 86_400_000) }),
+  natsStreamReplicas: define({ variable: 'FORGE_NATS_STREAM_REPLICAS', description: "The results stream's replicas when the ingester creates it (3 on a 3-node cluster)", fallback: 1, defaultText: '1', schema: wholeNumber(1, 5) }),
+  clickhouseCluster: define({ variable: 'FORGE_CLICKHOUSE_CLUSTER', description: 'Run migrations as cluster DDL (ON CLUSTER, Replicated engines) on this cluster of a ClickHouse server', fallback: undefined, defaultText: '(unset: single server)', schema: optionalText }),
+  clickhouseKeeperPath: define({ variable: 'FORGE_CLICKHOUSE_KEEPER_PATH', description: 'Keeper path prefix of the Replicated tables (cluster mode)', fallback: undefined, defaultText: '(unset: /clickhouse/tables/{shard}/forge)', schema: optionalText }),
+  temporalTls: define({ variable: 'FORGE_TEMPORAL_TLS', description: 'Connect to Temporal over TLS', fallback: undefined, defaultText: '(unset: off unless a TLS file is set)', schema: switchValue as z.ZodType<boolean | undefined, string> }),
+  temporalTlsCaFile: define({ variable: 'FORGE_TEMPORAL_TLS_CA_FILE', description: "CA certificate (PEM) of the Temporal server", fallback: undefined, defaultText: '(unset)', schema: optionalText }),
+  temporalTlsCertFile: define({ variable: 'FORGE_TEMPORAL_TLS_CERT_FILE', description: 'Client certificate (PEM) for mTLS to Temporal', fallback: undefined, defaultText: '(unset)', schema: optionalText }),
+  temporalTlsKeyFile: define({ variable: 'FORGE_TEMPORAL_TLS_KEY_FILE', description: 'Client key (PEM) for mTLS to Temporal', fallback: undefined, defaultText: '(unset)', schema: optionalText }),
+  temporalTlsServerName: define({ variable: 'FORGE_TEMPORAL_TLS_SERVER_NAME', description: 'TLS server name override of the Temporal server', fallback: undefined, defaultText: '(unset)', schema: optionalText }),
+  temporalApiKey: define({ variable: 'FORGE_TEMPORAL_API_KEY', description: 'API key of a Temporal Cloud namespace', fallback: undefined, defaultText: '(unset)', schema: optionalText, secret: true }),
+  commit: define({ variable: 'FORGE_COMMIT', description: 'Commit hash stamped on baselines a sweep promotes', fallback: '', defaultText: '(empty)', schema: text }),
+  localModelUrl: define({ variable: 'FORGE_LOCAL_MODEL_URL', description: "The OpenAI-compatible endpoint (ending in /v1) that serves `local` models; unset: the stack's own model server", fallback: undefined, defaultText: '(unset: the stack starts one)', schema: httpUrl as z.ZodType<string | undefined, string> }),
+  localModelKey: define({ variable: 'FORGE_LOCAL_MODEL_KEY', description: 'The API key of FORGE_LOCAL_MODEL_URL', fallback: undefined, defaultText: '(unset)', schema: optionalText, secret: true }),
+  modelsDir: define({ variable: 'FORGE_MODELS_DIR', description: 'A directory of GGUF models looked in before .models/', fallback: undefined, defaultText: '(unset: .models/ only)', schema: optionalText }),
+  modelParallel: define({ variable: 'FORGE_MODEL_PARALLEL', description: 'Sequences the local model server generates at once', fallback: 2, defaultText: '2', schema: wholeNumber(1, 64) }),
+  modelContext: define({ variable: 'FORGE_MODEL_CONTEXT', description: 'Context size of the local model server, in tokens', fallback: undefined, defaultText: "(unset: the model's own)", schema: wholeNumber(256, 1_048_576) as z.ZodType<number | undefined, string> }),
+  modelThreads: define({ variable: 'FORGE_MODEL_THREADS', description: 'CPU threads of the local model server', fallback: undefined, defaultText: '(unset: half the cores)', schema: wholeNumber(1, 1024) as z.ZodType<number | undefined, string> }),
+  modelPath: define({ variable: 'FORGE_MODEL_PATH', description: 'The model server process: the GGUF file it serves', fallback: undefined, defaultText: '(unset)', schema: optionalText }),
+  modelName: define({ variable: 'FORGE_MODEL_NAME', description: 'The model server process: the name it serves the model under', fallback: 'local', defaultText: 'local', schema: text }),
+  modelPort: define({ variable: 'FORGE_MODEL_PORT', description: 'The model server process: its port (0: any free one)', fallback: undefined, defaultText: '(unset: any free port)', schema: wholeNumber(0, 65535) as z.ZodType<number | undefined, string> }),
+  modelHost: define({ variable: 'FORGE_MODEL_HOST', description: 'The model server process: the address it listens on (a fleet: set FORGE_MODEL_SERVER_KEY too)', fallback: undefined, defaultText: '(unset: 127.0.0.1)', schema: optionalText }),
+  modelServerKey: define({ variable: 'FORGE_MODEL_SERVER_KEY', description: 'The model server process: the API key it requires', fallback: undefined, defaultText: '(unset)', schema: optionalText, secret: true }),
+  benchModel: define({ variable: 'FORGE_BENCH_MODEL', description: 'npm run bench: the local model of the model part', fallback: 'local', defaultText: 'local', schema: text }),
   python: define({ variable: 'FORGE_PYTHON', description: 'The Python interpreter of the pydantic-ai adapter', fallback: 'python3', defaultText: 'python3', schema: text }),
   benchAttempts: define({ variable: 'FORGE_BENCH_ATTEMPTS', description: 'npm run bench: attempts of the end-to-end part', fallback: 1000, defaultText: '1000', schema: wholeNumber(1, 10_000_000) }),
   benchWorkers: define({ variable: 'FORGE_BENCH_WORKERS', description: 'npm run bench: worker processes', fallback: 1, defaultText: '1', schema: wholeNumber(1, 256) }),

@@ -36,6 +36,10 @@ export interface RunStamps {
   suite_hash: string
   judge_model: string
   judge_prompt_version: string
+  /** the injected-fault profile: hash, mode and nominal rate; absent or '' = no faults */
+  fault_profile_hash?: string
+  fault_mode?: string
+  fault_rate?: number
 }
 
 /** A per-attempt value whose increase is tested: latency, tool calls, cost (priced attempts only). */
@@ -504,6 +508,11 @@ function stampWarnings(a: CompareSide, b: CompareSide, sharedSuites: number): st
   differ('judge prompt version', a.stamps.judge_prompt_version, b.stamps.judge_prompt_version, 'judge-graded outcomes may not be comparable')
   const table = (s: RunStamps) => (s.price_table_version === '' ? '' : `${s.price_table_version} (${s.price_table_date})`)
   differ('price table', table(a.stamps), table(b.stamps), 'cost differences may come from prices, not from the agent')
+  // no faults is a profile too: a faulted run against a clean one is a robustness drop, not a regression
+  const faults = (s: RunStamps) => (s.fault_profile_hash ? `${s.fault_profile_hash.slice(0, 12)} (${s.fault_mode ?? ''}, rate ${s.fault_rate ?? 0})` : 'none')
+  if (faults(a.stamps) !== faults(b.stamps)) {
+    warnings.push(`fault profile differs (${faults(a.stamps)} vs ${faults(b.stamps)}): pass-rate differences may come from injected faults, not from the agent`)
+  }
   if (sharedSuites === 0) warnings.push('the runs share no suite: nothing was compared (suites are never pooled)')
   return warnings
 }

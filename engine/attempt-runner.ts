@@ -11,6 +11,7 @@ import {
   type AgentTraceInput,
   type BudgetLimit,
   type EnvironmentReport,
+  type FaultProfile,
   type Judgement,
   type JudgeSettings,
   type MetricValue,
@@ -29,6 +30,7 @@ import type { RateLimiter } from './judge/rate-limit.js'
 import { resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewaySummary } from './llm/gateway.js'
 import { startEnvironment, type EnvironmentSession, type EnvironmentStart } from './env/lifecycle.js'
 import { environmentFixtures, type EnvironmentPool } from './env/pool.js'
+import { attemptFaults, countInjectedFaults, metDisruptiveFault } from './faults.js'
 import { createToolBox, type RecordingToolBox } from './tool-proxy.js'
 
 export interface ExecuteAttemptOptions {
@@ -56,6 +58,8 @@ export interface ExecuteAttemptOptions {
    * (FORGE_JUDGE_BASE_URL / FORGE_JUDGE_API_KEY, else OPENAI_BASE_URL / OPENAI_API_KEY).
    */
   judge?: { settings?: JudgeSettings | undefined; limiter?: RateLimiter | undefined }
+  /** the run's fault profile (RunPlan.faults): seeded faults in the tool proxy and the LLM gateway */
+  faults?: FaultProfile | undefined
 }
 
 /** Grading beyond tier 0/1: the deterministic metrics, tier 2/3 as known now, and what the judge worker is to do. */
@@ -222,8 +226,18 @@ async function runAgent(
   const { key, environment, clock } = input
   const budget = task.budget
   const session = environment.session
-  const tools = createToolBox({ task, suite, attemptUid: key.attempt_uid, budget, startedAt: clock.startedAt, now: clock.now, ...(session !== undefined ? { env: session.handles } : {}) })
   const controller = new AbortController()
+  const faults = opts.faults === undefined ? undefined : attemptFaults(opts.faults, { runSeed: opts.runSeed, configId: key.config_id, taskId: task.id, attempt: key.attempt })
+  const tools = createToolBox({
+    task,
+    suite,
+    attemptUid: key.attempt_uid,
+    budget,
+    startedAt: clock.startedAt,
+    now: clock.now,
+    ...(session !== undefined ? { env: session.handles } : {}),
+    ...(faults !== undefined ? { faults, signal: controller.signal } : {}),
+  })
   // started on the adapter's first ctx.llm(), closed when the agent stopped
   let gateway: Promise<LlmGateway> | undefined
   let agentStopped = false
@@ -235,6 +249,7 @@ async function runAgent(
       startedAt: clock.startedAt,
       now: clock.now,
       onBudgetExhausted: (limit) => tools.exhaust(limit),
+      faults,
     })
   const ctx: AdapterContext = {
     attemptUid: key.attempt_uid,
@@ -282,7 +297,9 @@ async function captureTrace(
   const budget = task.budget
 
   let harnessError: string | undefined
-  if (invocation.kind === 'threw') harnessError = `adapter "${adapter.name}" threw: ${errorMessage(invocation.error)}`
+  // an adapter that gives up by throwing once an injected fault hit it failed under the fault: the agent's failure, not the harness's
+  const threwUnderFault = invocation.kind === 'threw' && opts.faults !== undefined && metDisruptiveFault(tools.calls, agent.llm?.spans ?? [])
+  if (invocation.kind === 'threw' && !threwUnderFault) harnessError = `adapter "${adapter.name}" threw: ${errorMessage(invocation.error)}`
   if (environment.start.status === 'seed_unverified') harnessError = `environment not verified, agent not invoked: ${environment.start.report.detail}`
   const output = invocation.kind === 'threw' || invocation.kind === 'skipped' ? undefined : invocation.output
 
@@ -308,6 +325,7 @@ async function captureTrace(
     ...tools.calls.map((call) =>
       span(`tool-${call.index}`, 'agent', 'tool', call.name, call.started_ms, call.duration_ms, {
         status: call.refused ?? (call.error !== undefined ? 'error' : 'ok'),
+        ...(call.injected_fault !== undefined ? { injected_fault: call.injected_fault } : {}),
       }),
     ),
     ...(agent.llm?.spans ?? []),
@@ -319,7 +337,7 @@ async function captureTrace(
     spans,
     // the environment diff rides along so invariants (pure functions of the trace) can read state changes
     state_snapshots: [...(output?.state_snapshots ?? []), ...(envView !== undefined ? [{ label: 'env_diff', at_ms: clock.since(agent.finishedAt), state: envView.diff }] : [])],
-    errors: output?.errors ?? [],
+    errors: [...(output?.errors ?? []), ...(threwUnderFault && invocation.kind === 'threw' ? [{ kind: 'agent_error', message: `adapter "${adapter.name}" threw after an injected fault: ${errorMessage(invocation.error)}` }] : [])],
     usage: { input_tokens: usage?.input_tokens ?? 0, output_tokens: usage?.output_tokens ?? 0 },
     duration_ms: Math.max(0, agent.finishedAt - agent.startedAt),
     refused: output?.refused ?? false,
@@ -412,6 +430,7 @@ function attemptResultOf(
     started_at: parts.startedAt,
     finished_at: restored.finishedAt,
     tool_calls: trace.tool_calls.map(compactToolCall),
+    ...(opts.faults !== undefined ? countInjectedFaults(trace) : {}),
     ...(restored.report !== undefined ? { environment: restored.report } : {}),
   })
 }

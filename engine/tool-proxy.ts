@@ -6,10 +6,15 @@
  * Retry loops are caught per tool two ways: consecutive calls of a tool after its failure
  * (`retry_index`), and the same failing call (tool + arguments) repeated with other calls in
  * between; either past `max_retries_per_tool` exhausts the budget.
+ *
+ * With a fault profile, a call that passed every check may meet a seeded injected fault instead of
+ * (or on top of) the tool (engine/faults.ts); the call records it in `injected_fault`. Injected
+ * errors count as failures for the retry budget, as real ones would.
  */
 import type { Budget, BudgetLimit, Task, ToolCall, ToolSpec } from '../core/contracts/index.js'
 import type { FixtureHandle, LoadedSuite, ToolBox } from '../core/plugins.js'
 import { validateToolArgs } from '../core/tool-args.js'
+import { runToolCall, type AttemptFaults } from './faults.js'
 
 export interface ToolBoxOptions {
   task: Task
@@ -21,6 +26,10 @@ export interface ToolBoxOptions {
   now?: () => number
   /** the attempt's environment instances, handed to every tool call (ToolRunContext.env) */
   env?: Readonly<Record<string, FixtureHandle>>
+  /** the run's fault injection: each call that passed the checks may get a seeded fault (engine/faults.ts) */
+  faults?: AttemptFaults
+  /** the attempt's stop signal: an injected timeout or latency never outlasts the attempt */
+  signal?: AbortSignal
 }
 
 export interface RecordingToolBox extends ToolBox {
@@ -113,6 +122,13 @@ export function createToolBox(opts: ToolBoxOptions): RecordingToolBox {
         : [`args: expected an object of named arguments, got ${Array.isArray(args) ? 'array' : args === null ? 'null' : typeof args}`]
     if (problems.length > 0) return refuse('malformed_tool_call', `invalid arguments for "${name}": ${problems.join('; ')}`, retryIndex)
 
+    const fault = opts.faults?.schedule.next('tools', name)
+    if (fault !== undefined) {
+      // between the checks and the suite's tool: every adapter meets it the same way
+      const outcome = await runToolCall(fault, opts.faults!.profile, name, async () => tool.run(args as Record<string, unknown>, { attemptUid, taskId: task.id, fixtures, env }), opts.signal)
+      const faulted = { ...base, injected_fault: fault.kind, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) }
+      return record(outcome.ok ? { ...faulted, result: outcome.result } : { ...faulted, error: outcome.error }, outcome)
+    }
     try {
       const result = await tool.run(args as Record<string, unknown>, { attemptUid, taskId: task.id, fixtures, env })
       return record(

@@ -3,6 +3,7 @@
  * as detached child processes with their state under FORGE_HOME, recorded in stack.json. `forge run`
  * brings up what is not running and leaves it up for the next run; stale pids are detected, not trusted.
  */
+import { readSetting } from '../config/index.js'
 import { spawn } from 'node:child_process'
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, Socket } from 'node:net'
@@ -24,6 +25,18 @@ export interface StackState {
   temporal?: ProcessEntry & { address: string }
   nats?: ProcessEntry & { url: string }
   ingester?: ProcessEntry
+  /** the model server, started on demand by a run or judge that asks for a `local` model (stack/model-server.ts) */
+  model?: ModelServerEntry
+}
+
+export interface ModelServerEntry extends ProcessEntry {
+  url: string
+  /** the model it serves (`local:<name>`) and its file */
+  model: string
+  path: string
+  parallel: number
+  /** the bearer key gateways send it */
+  key: string
 }
 
 export interface Endpoints {
@@ -45,7 +58,7 @@ export function readStackState(home: string): StackState {
   }
 }
 
-function writeStackState(home: string, state: StackState): void {
+export function writeStackState(home: string, state: StackState): void {
   writeFileSync(stateFile(home), `${JSON.stringify(state, null, 2)}\n`)
 }
 
@@ -79,7 +92,27 @@ export function stackStatus(config: ForgeConfig): ComponentStatus[] {
     row('temporal', config.temporal.address, state.temporal),
     row('nats', config.natsUrl, state.nats),
     row('ingester', undefined, state.ingester),
+    // shown once a run asked for a local model (or FORGE_LOCAL_MODEL_URL points at one)
+    ...(readSetting('localModelUrl') !== undefined
+      ? [{ name: 'model-server', state: 'external' as const, detail: readSetting('localModelUrl')! }]
+      : state.model === undefined
+        ? []
+        : [
+            isAlive(state.model)
+              ? { name: 'model-server', state: 'running' as const, detail: `pid ${state.model.pid} ${state.model.url} ${state.model.model}, ${state.model.parallel} parallel, RSS ${mebibytes(state.model.pid)} MiB` }
+              : { name: 'model-server', state: 'stopped' as const, detail: `stale pid ${(state.model as ProcessEntry).pid}` },
+          ]),
   ]
+}
+
+/** A process's resident memory in MiB (0 where /proc cannot tell). */
+export function mebibytes(pid: number): number {
+  try {
+    const kib = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0)
+    return Math.round(kib / 1024)
+  } catch {
+    return 0
+  }
 }
 
 /** Brings up every embedded component that is not running; idempotent and safe to call concurrently. */
@@ -135,7 +168,7 @@ export async function stackDown(config: ForgeConfig): Promise<string[]> {
   return withLock(config.home, async () => {
     const state = readStackState(config.home)
     const stopped: string[] = []
-    for (const name of ['ingester', 'nats', 'temporal'] as const) {
+    for (const name of ['ingester', 'model', 'nats', 'temporal'] as const) {
       const entry = state[name]
       if (isAlive(entry)) {
         await terminate(entry)
@@ -219,7 +252,7 @@ async function startIngester(config: ForgeConfig, natsUrl: string): Promise<Proc
   return { pid, marker: 'ingester-main', log }
 }
 
-function spawnDetached(command: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = process.env): number {
+export function spawnDetached(command: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = process.env): number {
   const fd = openSync(logFile, 'a')
   try {
     const child = spawn(command, args, { detached: true, stdio: ['ignore', fd, fd], env })
@@ -247,7 +280,7 @@ export async function freePorts(count: number): Promise<number[]> {
   return ports
 }
 
-async function waitForPort(port: number, timeoutMs: number, pid: number, log: string, what: string): Promise<void> {
+export async function waitForPort(port: number, timeoutMs: number, pid: number, log: string, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (await canConnect(port)) return
@@ -308,7 +341,7 @@ export function tail(file: string, lines = 15): string {
 }
 
 /** A lock directory with the holder's pid; a lock whose holder died is taken over. */
-async function withLock<T>(home: string, fn: () => Promise<T>): Promise<T> {
+export async function withLock<T>(home: string, fn: () => Promise<T>): Promise<T> {
   mkdirSync(home, { recursive: true })
   const lock = join(home, 'stack.lock')
   const deadline = Date.now() + 120_000

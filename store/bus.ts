@@ -30,7 +30,8 @@ export type { NatsConnection }
 
 export async function connectBus(url: string, name: string): Promise<NatsConnection> {
   try {
-    return await connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 })
+    // a cluster is several comma-separated URLs: any one that answers is enough to start
+    return await connect({ servers: url.split(',').map((s) => s.trim()), name, maxReconnectAttempts: -1, reconnectTimeWait: 500 })
   } catch (error) {
     throw new BusError(`cannot connect to NATS at ${url}: ${(error as Error).message}`, { cause: error })
   }
@@ -50,7 +51,8 @@ export async function ensureResultsStream(nc: NatsConnection, opts: { replicas?:
   }
   try {
     await jsm.streams.info(RESULTS_STREAM)
-    await jsm.streams.update(RESULTS_STREAM, { duplicate_window: config.duplicate_window, max_age: config.max_age })
+    // replicas given: a stream created R1 becomes R3 once the cluster has the nodes (an upgrade to the 3-node values)
+    await jsm.streams.update(RESULTS_STREAM, { duplicate_window: config.duplicate_window, max_age: config.max_age, ...(opts.replicas !== undefined ? { num_replicas: opts.replicas } : {}) })
   } catch {
     await jsm.streams.add(config)
   }

@@ -42,6 +42,8 @@ export interface AttemptRow {
   started_at: string
   finished_at: string
   ingested_at: string
+  injected_faults: number
+  injected_fault_kinds: string[]
 }
 
 export interface ToolCallRow {
@@ -81,6 +83,11 @@ export interface RunRow {
   judge_prompt_version: string
   stop_width: number
   stopped_tasks: string[]
+  fault_profile_hash: string
+  fault_mode: string
+  fault_rate: number
+  fault_sweep_id: string
+  fault_profile: string
 }
 
 export interface BaselineRow {
@@ -126,6 +133,8 @@ export function attemptToRow(a: AttemptResult, ingestedAt: number): AttemptRow {
     started_at: toChDateTime(a.started_at),
     finished_at: toChDateTime(a.finished_at),
     ingested_at: toChDateTime(ingestedAt),
+    injected_faults: a.injected_faults ?? 0,
+    injected_fault_kinds: a.injected_fault_kinds ?? [],
   }
 }
 
@@ -169,6 +178,11 @@ export function runToRow(r: RunRecord): RunRow {
     judge_prompt_version: r.judge_prompt_version,
     stop_width: r.stop_width,
     stopped_tasks: r.stopped_tasks,
+    fault_profile_hash: r.fault_profile_hash ?? '',
+    fault_mode: r.fault_mode ?? '',
+    fault_rate: r.fault_rate ?? 0,
+    fault_sweep_id: r.fault_sweep_id ?? '',
+    fault_profile: r.fault_profile ?? '',
   }
 }
 
@@ -193,6 +207,16 @@ export function rowToRun(row: RunRow): RunRecord {
     judge_prompt_version: row.judge_prompt_version,
     stop_width: Number(row.stop_width),
     stopped_tasks: row.stopped_tasks,
+    // a run without faults (or written before migration 8) has no fault stamps
+    ...(row.fault_profile_hash
+      ? {
+          fault_profile_hash: row.fault_profile_hash,
+          fault_mode: row.fault_mode,
+          fault_rate: Number(row.fault_rate),
+          fault_sweep_id: row.fault_sweep_id,
+          fault_profile: row.fault_profile,
+        }
+      : {}),
   }
 }
 

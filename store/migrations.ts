@@ -4,6 +4,7 @@
  * dedup needs `non_replicated_deduplication_window`.
  */
 import type { ClickHouseClient } from '@clickhouse/client'
+import { clusterFromEnv, clusterLedgerStatement, clusterStatements, type ClusterOptions } from './cluster-ddl.js'
 
 export interface Migration {
   version: number
@@ -246,12 +247,95 @@ export const migrations: readonly Migration[] = [
       'ALTER TABLE attempts DROP COLUMN IF EXISTS grading_version',
     ],
   },
+  {
+    version: 7,
+    name: 'sweeps: one row per sweep and per cell, the highest revision wins',
+    up: [
+      `CREATE TABLE IF NOT EXISTS sweeps (
+        sweep_id String,
+        name LowCardinality(String),
+        schedule_id String,
+        spec String,
+        status LowCardinality(String),
+        verdict LowCardinality(String),
+        cell_count UInt32,
+        cells_done UInt32,
+        regressed UInt32,
+        failed UInt32,
+        started_at DateTime64(3, 'UTC'),
+        finished_at Nullable(DateTime64(3, 'UTC')),
+        revision UInt32,
+        ingested_at DateTime64(3, 'UTC')
+      ) ENGINE = ReplacingMergeTree(revision) ORDER BY sweep_id ${dedup}`,
+      `CREATE TABLE IF NOT EXISTS sweep_cells (
+        sweep_id String,
+        cell UInt32,
+        run_id String,
+        suite LowCardinality(String),
+        adapter LowCardinality(String),
+        model LowCardinality(String),
+        seed String,
+        baseline String,
+        status LowCardinality(String),
+        verdict LowCardinality(String),
+        config_id String,
+        attempts UInt32,
+        not_executed UInt32,
+        pass_rate Nullable(Float64),
+        harness_errors UInt32,
+        baseline_version Nullable(UInt32),
+        baseline_run_id String,
+        baseline_pass_rate Nullable(Float64),
+        findings String,
+        promoted_version Nullable(UInt32),
+        error String,
+        revision UInt32,
+        ingested_at DateTime64(3, 'UTC')
+      ) ENGINE = ReplacingMergeTree(revision) ORDER BY (sweep_id, cell) ${dedup}`,
+    ],
+    down: ['DROP TABLE IF EXISTS sweep_cells', 'DROP TABLE IF EXISTS sweeps'],
+  },
+  {
+    version: 8,
+    name: 'issue 13 faults: injected faults per attempt; the fault profile, mode, rate and sweep stamped on runs',
+    up: [
+      `ALTER TABLE attempts
+        ADD COLUMN IF NOT EXISTS injected_faults UInt32 DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS injected_fault_kinds Array(LowCardinality(String)) DEFAULT []`,
+      `ALTER TABLE runs
+        ADD COLUMN IF NOT EXISTS fault_profile_hash String DEFAULT '',
+        ADD COLUMN IF NOT EXISTS fault_mode LowCardinality(String) DEFAULT '',
+        ADD COLUMN IF NOT EXISTS fault_rate Float64 DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS fault_sweep_id String DEFAULT '',
+        ADD COLUMN IF NOT EXISTS fault_profile String DEFAULT ''`,
+    ],
+    down: [
+      `ALTER TABLE runs
+        DROP COLUMN IF EXISTS fault_profile_hash,
+        DROP COLUMN IF EXISTS fault_mode,
+        DROP COLUMN IF EXISTS fault_rate,
+        DROP COLUMN IF EXISTS fault_sweep_id,
+        DROP COLUMN IF EXISTS fault_profile`,
+      'ALTER TABLE attempts DROP COLUMN IF EXISTS injected_faults, DROP COLUMN IF EXISTS injected_fault_kinds',
+    ],
+  },
 ]
 
+export interface MigrateOptions {
+  /** run the cluster form of every statement (store/cluster-ddl.ts); default from FORGE_CLICKHOUSE_CLUSTER */
+  cluster?: ClusterOptions | undefined
+}
+
+function statementsOf(sql: readonly string[], { cluster }: MigrateOptions): string[] {
+  return cluster ? sql.flatMap((s) => clusterStatements(s, cluster)) : [...sql]
+}
+
 /** Applies every migration newer than the recorded version, in order; safe to call on every start. */
-export async function migrate(client: ClickHouseClient, target = Infinity): Promise<number[]> {
+export async function migrate(client: ClickHouseClient, target = Infinity, opts: MigrateOptions = { cluster: clusterFromEnv() }): Promise<number[]> {
   await client.command({
-    query: `CREATE TABLE IF NOT EXISTS schema_migrations (
+    query: opts.cluster
+      ? clusterLedgerStatement(opts.cluster)
+      : `CREATE TABLE IF NOT EXISTS schema_migrations (
       version UInt32, name String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)
     ) ENGINE = ReplacingMergeTree ORDER BY version`,
   })
@@ -261,7 +345,7 @@ export async function migrate(client: ClickHouseClient, target = Infinity): Prom
   const applied: number[] = []
   for (const m of migrations) {
     if (m.version <= current || m.version > target) continue
-    for (const statement of m.up) await client.command({ query: statement })
+    for (const statement of statementsOf(m.up, opts)) await client.command({ query: statement })
     await client.insert({ table: 'schema_migrations', values: [{ version: m.version, name: m.name }], format: 'JSONEachRow' })
     applied.push(m.version)
   }
@@ -269,7 +353,7 @@ export async function migrate(client: ClickHouseClient, target = Infinity): Prom
 }
 
 /** Rolls back to `target` (0 = empty), newest first. */
-export async function rollback(client: ClickHouseClient, target: number): Promise<number[]> {
+export async function rollback(client: ClickHouseClient, target: number, opts: MigrateOptions = { cluster: clusterFromEnv() }): Promise<number[]> {
   const rs = await client.query({ query: 'SELECT version FROM schema_migrations FINAL ORDER BY version DESC', format: 'JSONEachRow' })
   const versions = ((await rs.json()) as { version: number }[]).map((r) => Number(r.version))
   const undone: number[] = []
@@ -277,7 +361,7 @@ export async function rollback(client: ClickHouseClient, target: number): Promis
     if (version <= target) break
     const m = migrations.find((x) => x.version === version)
     if (!m) continue
-    for (const statement of m.down) await client.command({ query: statement })
+    for (const statement of statementsOf(m.down, opts)) await client.command({ query: statement })
     await client.command({ query: `DELETE FROM schema_migrations WHERE version = ${version}` })
     undone.push(version)
   }

@@ -8,6 +8,8 @@ import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
+import type { RunPlan, RunRecord } from '../core/contracts/index.js'
+import { canonicalJson } from '../core/faults.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import type { AttemptBatchInput, AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
 import { getAdapter } from '../engine/adapters/index.js'
@@ -68,6 +70,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
       now,
       priceTable,
       ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
+      ...(input.faults !== undefined ? { faults: input.faults } : {}),
     })
     const { grading } = execution
     const result = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
@@ -140,6 +143,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         judge_prompt_version: plan.judge_prompt_version ?? '',
         stop_width: plan.sequential?.width ?? 0,
         stopped_tasks: stopped_tasks ?? [],
+        ...faultStampsOf(plan),
       })
       return startedAt
     },
@@ -162,6 +166,19 @@ function heartbeatNow(details: unknown): void {
     Context.current().heartbeat(details)
   } catch {
     // outside an activity (unit tests)
+  }
+}
+
+/** The run record's fault stamps (RunPlan.faults); a run without faults keeps the defaults. */
+function faultStampsOf(plan: RunPlan): Partial<RunRecord> {
+  const faults = plan.faults
+  if (faults === undefined) return {}
+  return {
+    fault_profile_hash: faults.profile_hash,
+    fault_mode: faults.mode,
+    fault_rate: faults.rate,
+    fault_sweep_id: faults.sweep_id ?? '',
+    fault_profile: canonicalJson(faults.profile),
   }
 }
 

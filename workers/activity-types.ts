@@ -1,5 +1,5 @@
 /** The activity surface as types only: workflows import this file and nothing else of workers/. */
-import type { JudgeSettings, RunPlan } from '../core/contracts/index.js'
+import type { FaultProfile, JudgeSettings, RunPlan } from '../core/contracts/index.js'
 
 export interface AttemptInput {
   run_id: string
@@ -15,6 +15,8 @@ export interface AttemptInput {
   attempt: number
   /** the run's judge (RunPlan.judge); set only when the run has one */
   judge?: JudgeSettings
+  /** the run's fault profile (RunPlan.faults); set only when the run injects faults */
+  faults?: FaultProfile
 }
 
 /** What an attempt activity returns to its workflow: small on purpose (the result travels via NATS). */

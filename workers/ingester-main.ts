@@ -6,6 +6,8 @@ import { openClickHouse, type StoreLocation } from '../store/clickhouse.js'
 import { migrate } from '../store/migrations.js'
 import { startIngester } from './ingester.js'
 import { createLogger } from '../engine/logger.js'
+import { startHealthServer } from './health.js'
+import { ingesterMetrics, ingestLag } from './ingester-telemetry.js'
 
 export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const config = resolveConfig(env)
@@ -13,19 +15,33 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   const natsUrl = config.natsUrl
   if (natsUrl === undefined) throw new ConfigError('FORGE_NATS_URL is not set: the ingester needs the NATS server holding the results stream')
   const location: StoreLocation = config.clickhouseUrl !== undefined ? { kind: 'server', url: config.clickhouseUrl } : { kind: 'embedded', path: config.storePath }
+  const healthPort = config.healthPort
+  const replicas = config.natsStreamReplicas
   const store = await openClickHouse(location)
   const applied = await migrate(store)
   const nc = await connectBus(natsUrl, 'forge-ingester')
-  await ensureResultsStream(nc)
+  await ensureResultsStream(nc, { replicas })
   const ingester = await startIngester({ nc, store, logger, serveQueries: location.kind === 'embedded' })
-  logger.info({ pid: process.pid, store: location, migrations_applied: applied }, 'ingester ready')
+  let stopping = false
+  const health =
+    healthPort === undefined
+      ? undefined
+      : await startHealthServer({
+          port: healthPort,
+          role: 'ingester',
+          probe: { live: () => !nc.isClosed(), ready: () => !stopping && !nc.isClosed(), detail: () => ({ ...ingester.stats }) },
+          metrics: async () => ingesterMetrics(ingester.stats, await ingestLag(nc)),
+        })
+  logger.info({ pid: process.pid, store: location, migrations_applied: applied, health_port: health?.port }, 'ingester ready')
 
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve)
     process.once('SIGINT', resolve)
   })
   logger.info({ stats: ingester.stats }, 'ingester stopping')
+  stopping = true
   await ingester.stop()
+  await health?.close()
   await nc.drain().catch(() => undefined)
   await store.close()
 }

@@ -11,6 +11,9 @@ import { queryRows } from '../store/clickhouse.js'
 import { encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
 import { insertAttempts, insertBaselines, insertRuns } from '../store/repositories.js'
 import { insertAttemptGrading, insertJudgeOutcomes, insertRegrades, insertResolutions, insertStoredTraces } from '../store/grading-repositories.js'
+import { SweepRecord } from '../core/contracts/sweep.js'
+import { SWEEP_SUBJECT } from '../store/sweep-bus.js'
+import { insertSweeps } from '../store/sweep-repositories.js'
 import type { Logger } from '../engine/logger.js'
 
 export interface IngesterOptions {
@@ -197,7 +200,7 @@ interface BatchDeps {
 }
 
 /**
- * Inserts a batch's attempts, runs and baselines and acks their messages; malformed messages are
+ * Inserts a batch's attempts, runs, baselines and sweeps and acks their messages; malformed messages are
  * terminated, never retried. Messages that also carry grading rows go to the grading lane once the
  * attempt row is in. A failed insert naks every message for redelivery.
  */
@@ -213,6 +216,7 @@ async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
     await insertAttempts(store, [...sorted.attempts.values()], now)
     await insertRuns(store, sorted.runs)
     await insertBaselines(store, sorted.baselines)
+    await insertSweeps(store, sorted.sweeps, now)
   } catch (error) {
     logger.error({ err: error, messages: sorted.primary.length + sorted.graded.length }, 'insert failed; messages will be redelivered')
     for (const msg of [...sorted.primary, ...sorted.graded.map((g) => g.msg)]) msg.nak(1000)
@@ -231,6 +235,7 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, reject: (msg: JsMsg, pr
   const attempts = new Map<string, AttemptResult>()
   const runs: RunRecord[] = []
   const baselines: BaselineRecord[] = []
+  const sweeps: SweepRecord[] = []
   const primary: JsMsg[] = []
   const graded: { msg: JsMsg; add(): void }[] = []
   const rows = grading.rows
@@ -252,6 +257,9 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, reject: (msg: JsMsg, pr
     } else if (parsed.kind === 'run') {
       runs.push(parsed.value)
       primary.push(msg)
+    } else if (parsed.kind === 'sweep') {
+      sweeps.push(parsed.value)
+      primary.push(msg)
     } else {
       const value = parsed
       graded.push({
@@ -265,7 +273,7 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, reject: (msg: JsMsg, pr
       })
     }
   }
-  return { attempts, runs, baselines, primary, graded }
+  return { attempts, runs, baselines, sweeps, primary, graded }
 }
 
 type Parsed =
@@ -276,6 +284,7 @@ type Parsed =
   | { ok: true; kind: 'judge'; value: JudgeOutcome }
   | { ok: true; kind: 'regrade'; value: AttemptRegrade }
   | { ok: true; kind: 'review'; value: ReviewResolution }
+  | { ok: true; kind: 'sweep'; value: SweepRecord }
   | { ok: false; error: string }
 
 function parseMessage(msg: JsMsg): Parsed {
@@ -308,6 +317,10 @@ function parseMessage(msg: JsMsg): Parsed {
   if (msg.subject === subjects.review) {
     const r = ReviewResolution.safeParse(data)
     return r.success ? { ok: true, kind: 'review', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
+  }
+  if (msg.subject === SWEEP_SUBJECT) {
+    const r = SweepRecord.safeParse(data)
+    return r.success ? { ok: true, kind: 'sweep', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
   }
   if (msg.subject === subjects.run) {
     const r = RunRecord.safeParse(data)

@@ -3,11 +3,14 @@ import { NativeConnection, Worker } from '@temporalio/worker'
 import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { connectBus, jetstream } from '../store/bus.js'
+import type { JetStreamClient } from '@nats-io/jetstream'
+import { connectBus, jetstream, type NatsConnection } from '../store/bus.js'
 import { createActivities } from './activities.js'
 import { createJudgeActivities } from './judge/activities.js'
 import type { LogLevel } from '../config/index.js'
 import { createLogger } from '../engine/logger.js'
+import { startHealthServer, type HealthServer } from './health.js'
+import { createWorkerTelemetry } from './worker-telemetry.js'
 
 export interface WorkerOptions {
   temporalAddress: string
@@ -29,16 +32,30 @@ export interface WorkerOptions {
    * queue, rate-limited apart from agents (FORGE_JUDGE_*). `false`: this process serves attempts only.
    */
   judge: false | { taskQueue: string; /** across the judge queue; 0: unlimited */ activitiesPerSecond: number; concurrency: number }
+  /** false: serve the judge queue only (the chart's judge Deployment) */
+  attempts?: boolean
+  /** more activities on the attempt queue (the sweep's, from the process's composition root) */
+  extraActivities?: (deps: { nc: NatsConnection; js: JetStreamClient }) => object
+  /** serve /healthz, /readyz and /metrics on this port (FORGE_HEALTH_PORT) */
+  healthPort?: number
+  /** how long in-flight attempts may finish after SIGTERM before they are cancelled (default 5 s) */
+  shutdownGraceMs?: number
+  /** TLS / API key of a Temporal cluster (stack/temporal-connection.ts) */
+  temporalConnection?: { tls?: boolean | { serverNameOverride?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } }; apiKey?: string }
 }
-
 
 export async function runWorker(opts: WorkerOptions): Promise<void> {
   const workerId = opts.workerId ?? `${hostname()}-${process.pid}`
   const logger = createLogger('worker', opts.logLevel).child({ worker_id: workerId })
   const nc = await connectBus(opts.natsUrl, `forge-worker-${workerId}`)
-  const connection = await NativeConnection.connect({ address: opts.temporalAddress })
+  const connection = await NativeConnection.connect({ ...opts.temporalConnection, address: opts.temporalAddress })
   const bundlePath = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
-  const worker = await Worker.create({
+  const judgeOptions = opts.judge === false ? undefined : opts.judge
+  const telemetry = createWorkerTelemetry({
+    backlog: { service: connection.workflowService, namespace: opts.namespace, taskQueues: [...(opts.attempts === false ? [] : [opts.taskQueue]), ...(judgeOptions ? [judgeOptions.taskQueue] : [])] },
+  })
+  const shutdownGraceTime = opts.shutdownGraceMs ?? '5s'
+  const worker = opts.attempts === false ? undefined : await Worker.create({
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
@@ -46,12 +63,12 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     ...(existsSync(bundlePath)
       ? { workflowBundle: { codePath: bundlePath } }
       : { workflowsPath: fileURLToPath(new URL('../workflows/index.js', import.meta.url)) }),
-    activities: createActivities({ nc, js: jetstream(nc), workerId, logger }),
+    activities: { ...createActivities({ nc, js: jetstream(nc), workerId, logger }), ...opts.extraActivities?.({ nc, js: jetstream(nc) }) },
+    interceptors: { activity: [telemetry.interceptor] },
     maxConcurrentActivityTaskExecutions: opts.concurrency,
     maxConcurrentWorkflowTaskExecutions: 40,
-    shutdownGraceTime: '5s',
+    shutdownGraceTime,
   })
-  const judgeOptions = opts.judge === false ? undefined : opts.judge
   const judgeWorker =
     judgeOptions === undefined
       ? undefined
@@ -64,12 +81,15 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
           maxConcurrentActivityTaskExecutions: judgeOptions.concurrency,
           // the server spreads this over every worker of the judge queue: a fleet-wide rate
           ...(judgeOptions.activitiesPerSecond > 0 ? { maxTaskQueueActivitiesPerSecond: judgeOptions.activitiesPerSecond } : {}),
-          shutdownGraceTime: '5s',
+          interceptors: { activity: [telemetry.interceptor] },
+          shutdownGraceTime,
         })
 
+  const workers = [worker, judgeWorker].filter((w): w is Worker => w !== undefined)
   const stop = () => {
-    worker.shutdown()
-    judgeWorker?.shutdown()
+    if (telemetry.draining) return
+    telemetry.draining = true
+    for (const w of workers) w.shutdown()
   }
   const onSignal = () => {
     logger.info('shutting down')
@@ -88,11 +108,25 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       }
     }, 500)
   }
-  logger.info({ task_queue: opts.taskQueue, temporal: opts.temporalAddress, nats: opts.natsUrl }, 'worker ready')
+  let health: HealthServer | undefined
+  if (opts.healthPort !== undefined) {
+    health = await startHealthServer({
+      port: opts.healthPort,
+      role: worker ? 'worker' : 'judge',
+      probe: {
+        live: () => workers.every((w) => w.getState() !== 'FAILED') && !nc.isClosed(),
+        ready: () => !telemetry.draining && !nc.isClosed() && workers.every((w) => w.getState() === 'RUNNING'),
+        detail: () => ({ worker_id: workerId, states: workers.map((w) => w.getState()), ...telemetry.counts() }),
+      },
+      metrics: () => telemetry.metrics(),
+    })
+  }
+  logger.info({ task_queue: opts.taskQueue, temporal: opts.temporalAddress, nats: opts.natsUrl, health_port: health?.port }, 'worker ready')
   if (process.send) process.send({ ready: true, workerId })
   try {
-    await Promise.all([worker.run(), judgeWorker?.run()])
+    await Promise.all(workers.map((w) => w.run()))
   } finally {
+    await health?.close()
     if (parentWatch) clearInterval(parentWatch)
     process.off('SIGTERM', onSignal)
     process.off('SIGINT', onSignal)

@@ -1,6 +1,11 @@
-/** Entry point of a worker child process; configured through FORGE_* variables (config/). */
+/**
+ * Entry point of a worker child process; configured through FORGE_* variables (config/). The
+ * composition root of the process: the only file of workers/ that reaches into app/ and stack/.
+ */
+import { sweepActivitiesFor } from '../app/sweep-activities.js'
 import { resolveConfig } from '../config/index.js'
 import { ConfigError } from '../core/errors.js'
+import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import { runWorker } from './worker-main.js'
 
 try {
@@ -9,6 +14,8 @@ try {
   if (address === undefined || config.natsUrl === undefined) {
     throw new ConfigError(`${address === undefined ? 'FORGE_TEMPORAL_ADDRESS' : 'FORGE_NATS_URL'} is not set: a worker process needs the Temporal and NATS servers of its run`)
   }
+  const { address: _address, ...temporalConnection } = temporalConnectOptions(address)
+  const role = config.worker.role
   runWorker({
     temporalAddress: address,
     natsUrl: config.natsUrl,
@@ -18,8 +25,14 @@ try {
     concurrency: config.worker.concurrency,
     exitWithParent: config.worker.exitWithParent,
     logLevel: config.logLevel,
+    attempts: role !== 'judge',
+    extraActivities: sweepActivitiesFor(),
+    temporalConnection,
+    ...(config.healthPort !== undefined ? { healthPort: config.healthPort } : {}),
+    shutdownGraceMs: config.worker.shutdownGraceMs,
     // judge activities: their own queue, FORGE_JUDGE_RATE activities per second across it
-    judge: config.judge.worker ? { taskQueue: config.judge.taskQueue, activitiesPerSecond: config.judge.rate, concurrency: config.judge.concurrency } : false,
+    judge:
+      config.judge.worker && role !== 'attempts' ? { taskQueue: config.judge.taskQueue, activitiesPerSecond: config.judge.rate, concurrency: config.judge.concurrency } : false,
   }).catch((error: unknown) => {
     console.error(error)
     process.exit(1)

@@ -29,7 +29,7 @@ export function mergeTally(into: RunTally, from: RunTally): void {
   if (from.judge_not_executed !== undefined) into.judge_not_executed = (into.judge_not_executed ?? 0) + from.judge_not_executed
 }
 
-/** The input of one attempt activity; only runs with a judge (or their own price table) carry it, so other inputs stay as they were. */
+/** The input of one attempt activity; only runs with a judge, their own price table or faults carry it, so other inputs stay as they were. */
 export function attemptInputOf(plan: RunPlan, taskId: string, attempt: number): AttemptInput {
   return {
     run_id: plan.run_id,
@@ -43,5 +43,6 @@ export function attemptInputOf(plan: RunPlan, taskId: string, attempt: number): 
     task_id: taskId,
     attempt,
     ...(plan.judge !== undefined ? { judge: plan.judge } : {}),
+    ...(plan.faults !== undefined ? { faults: plan.faults.profile } : {}),
   }
 }

@@ -6,6 +6,8 @@ import { resolveConfig } from '../../stack/config.js'
 import { ConfigError } from '../../stack/errors.js'
 import { EXIT, ForgeCommand } from '../base.js'
 import { printComparison } from '../compare-view.js'
+import { compareSweeps } from '../../app/fault-stats.js'
+import { printCurveComparison } from '../fault-view.js'
 
 export default class Compare extends ForgeCommand {
   static override summary = 'Compare two runs (or a baseline and a run) task by task and flag regressions; exits 6 when one is found.'
@@ -23,6 +25,10 @@ export default class Compare extends ForgeCommand {
     '<%= config.bin %> compare --baseline latest',
     '<%= config.bin %> compare --baseline main <run-id> --json',
     '<%= config.bin %> compare --baseline main@2 --max-cost-increase 0.1 --fdr 0.1',
+    {
+      description: "Two agents' recovery curves, rate by rate (needs two stored fault sweeps: forge run --fault-sweep prints their ids).",
+      command: '<%= config.bin %> compare --fault-sweep <sweep-id> --fault-sweep <other-sweep-id>',
+    },
   ]
   static override args = {
     run_a: Args.string({ description: 'The reference run (or, with --baseline, the candidate run).' }),
@@ -36,10 +42,23 @@ export default class Compare extends ForgeCommand {
     'min-latency-ms': Flags.string({ summary: `… when it is also at least this many ms (default ${DEFAULT_THRESHOLDS.latency_min_ms}).` }),
     'max-tool-calls-increase': Flags.string({ summary: `Relative increase of tool calls per attempt that is flagged (default ${DEFAULT_THRESHOLDS.tool_calls_increase}) …` }),
     'min-tool-calls': Flags.string({ summary: `… when it is also at least this many calls per attempt (default ${DEFAULT_THRESHOLDS.tool_calls_min}).` }),
+    'fault-sweep': Flags.string({ summary: "Compare two agents' recovery curves instead: give two fault sweep ids (forge run --fault-sweep prints them).", multiple: true }),
   }
 
-  async run(): Promise<CompareReport> {
+  async run(): Promise<CompareReport | Awaited<ReturnType<typeof compareSweeps>>> {
     const { args, flags } = await this.parse(Compare)
+    const faultSweeps = flags['fault-sweep']
+    if (faultSweeps !== undefined) {
+      if (faultSweeps.length !== 2 || args.run_a !== undefined || flags.baseline !== undefined) throw new ConfigError('--fault-sweep compares recovery curves: give it exactly twice (--fault-sweep A --fault-sweep B) and no runs or --baseline')
+      const reader = await openReader(resolveConfig())
+      try {
+        const curves = await compareSweeps(reader, faultSweeps[0]!, faultSweeps[1]!)
+        if (!this.jsonEnabled()) printCurveComparison((line) => this.log(line), curves.comparison)
+        return curves
+      } finally {
+        await reader.close()
+      }
+    }
     const thresholds = {
       ...numberFlag('fdr', flags.fdr, 'fdr', 0, 1),
       ...numberFlag('max-cost-increase', flags['max-cost-increase'], 'cost_increase', 0, Infinity),

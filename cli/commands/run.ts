@@ -8,6 +8,7 @@ import { ForgeCommand } from '../base.js'
 import { logFlags, parseLogOptions, runOutput } from '../log-options.js'
 import { usd } from '../format.js'
 import { printRunStats } from '../stats-view.js'
+import { faultFlags, faultsOf, runSweep, type SweepResult } from '../fault-run.js'
 
 export default class Run extends ForgeCommand {
   static override summary = 'Run a suite: every task × attempt on the worker fleet, then print its statistics.'
@@ -20,6 +21,9 @@ export default class Run extends ForgeCommand {
     '<%= config.bin %> run --suite smoke --task echo_greeting --task sum_two_numbers --json',
     '<%= config.bin %> run --suite toy_math --attempts 200 --dry-run',
     '<%= config.bin %> run --suite smoke --attempts 100 --stop-at-width 0.3 --price-table ./prices/default.yaml',
+    '<%= config.bin %> run --suite smoke --attempts 10 --seed 7 --fault-profile examples/faults/flaky-tools.yaml',
+    '<%= config.bin %> run --suite toy_math --attempts 10 --fault-rate 0.2 --fault-kinds 500,garbage --fault-mode burst --fault-window 3',
+    '<%= config.bin %> run --suite toy_math --attempts 10 --seed 7 --fault-sweep 0,0.2,0.4 --fault-kinds 500,slow',
     {
       description: 'A model-backed agent (needs an OpenAI-compatible model server).',
       command: 'OPENAI_BASE_URL=http://127.0.0.1:8080/v1 <%= config.bin %> run --suite smoke --adapter react --model gpt-4o-mini',
@@ -28,6 +32,7 @@ export default class Run extends ForgeCommand {
       description: 'With LLM-judge metrics (needs an OpenAI-compatible judge model server).',
       command: '<%= config.bin %> run --suite smoke --attempts 20 --judge-model gpt-4o-mini --judge-metrics correctness,safety',
     },
+    '<%= config.bin %> run --suite toy_math --adapter react --model local --attempts 2',
     '<%= config.bin %> run --suite smoke --attempts 3 --log-level calls --log-only tools,faults',
     '<%= config.bin %> run --suite smoke --attempts 5 --log-level steps --log-format jsonl',
   ]
@@ -42,7 +47,10 @@ export default class Run extends ForgeCommand {
     task: Flags.string({ char: 't', summary: 'Only this task (repeatable).', multiple: true }),
     'run-id': Flags.string({ summary: 'Use this run id instead of a generated one.' }),
     'adapter-config': Flags.string({ summary: 'Adapter settings as JSON, e.g. \'{"skill":0.5}\'.' }),
-    model: Flags.string({ char: 'm', summary: 'Model for react, single_shot, langgraph and pydantic-ai (sets "model" in the adapter config).' }),
+    model: Flags.string({
+      char: 'm',
+      summary: 'Model for react, single_shot, langgraph and pydantic-ai (sets "model" in the adapter config); local, local:<name> or local:<file.gguf> runs it on the stack\'s model server.',
+    }),
     'max-in-flight': Flags.integer({ summary: 'Attempt activities pending at once per shard (≤ 500).' }),
     'heartbeat-timeout': Flags.integer({ summary: 'Seconds without a heartbeat before an attempt is retried on another worker.' }),
     'dry-run': Flags.boolean({ summary: 'Validate the suite, resolve the configuration and estimate the token cost; start nothing, call no model.' }),
@@ -58,13 +66,17 @@ export default class Run extends ForgeCommand {
     'golden-divergence': Flags.boolean({ summary: 'Tier 2: localize failed attempts of tasks with a golden trace (default on with --judge-model).', allowNo: true, default: true }),
     'judge-max-tokens': Flags.integer({ summary: 'Completion tokens per judge call (default 512).', min: 1 }),
     'judge-temperature': Flags.string({ summary: 'Judge sampling temperature (default 0).' }),
+    ...faultFlags,
   }
 
-  async run(): Promise<RunReport | DryRunReport> {
+  async run(): Promise<RunReport | DryRunReport | SweepResult> {
     const { flags } = await this.parse(Run)
     const config = resolveConfig()
-    const runConfig = runConfigFromFlags(flags)
+    // --fault-*: the run's fault profile, or a sweep of runs at several fail rates (cli/fault-run.ts)
+    const faults = await faultsOf(flags)
+    const runConfig = { ...runConfigFromFlags(flags), ...(faults.plan !== undefined ? { faults: faults.plan } : {}) }
     const quiet = this.jsonEnabled()
+    if (faults.sweep !== undefined && !flags['dry-run']) return runSweep(this, config, runConfig, faults.sweep)
     if (flags['dry-run']) {
       const plan = await dryRun(config, runConfig)
       if (!quiet) printDryRun((line) => this.log(line), plan)
@@ -108,6 +120,7 @@ function printDryRun(log: (line: string) => void, plan: DryRunReport): void {
   if (plan.sequential) {
     log(`sequential stopping: a task stops once its Wilson 95% interval is ≤ ${plan.sequential.width} wide (checked every ${plan.sequential.round_size} attempts, after ${plan.sequential.min_attempts})`)
   }
+  if (plan.faults) log(`fault profile ${plan.faults.profile_hash.slice(0, 12)}: ${plan.faults.rules} rule(s), ${plan.faults.mode}, rate ${plan.faults.rate}`)
   const basis = e.source === 'observed' ? `mean usage of ${e.observed_attempts} earlier attempts of this suite and model` : 'a rough heuristic from payload sizes (no earlier attempts of this suite and model)'
   log(`estimated tokens: ${e.input_tokens.toLocaleString('en-US')} in, ${e.output_tokens.toLocaleString('en-US')} out (${basis})`)
   log(

@@ -9,8 +9,13 @@ export type Outcome = z.infer<typeof Outcome>
 export const Validity = z.enum(['valid', 'degraded', 'invalid'])
 export type Validity = z.infer<typeof Validity>
 
-/** In priority order: a failed attempt gets the first that applies. */
+/**
+ * In priority order: a failed attempt gets the first that applies. `injected_fault`: the attempt
+ * met a fault the harness injected (fault profile) and never got past it — kept apart from the
+ * agent's own mistakes.
+ */
 export const FAILURE_BUCKETS = [
+  'injected_fault',
   'tool_error',
   'malformed_tool_call',
   'hallucinated_tool',

@@ -49,6 +49,10 @@ export const AttemptResult = AttemptKey.extend({
   started_at: z.number(),
   finished_at: z.number(),
   tool_calls: z.array(ToolCall),
+  /** injected faults the attempt met (tool calls and model calls); absent = none (runs without a fault profile) */
+  injected_faults: z.number().int().nonnegative().optional(),
+  /** the kind of each of those faults (timeout, 500, garbage, rate_limit, slow), one entry per fault */
+  injected_fault_kinds: z.array(z.string()).optional(),
   /** present when the task has environment fixtures (workspace, sqlite, http) */
   environment: EnvironmentReport.optional(),
   /** the deterministic metrics (core/metrics), stored as rows of `metrics`; set by the attempt activity */

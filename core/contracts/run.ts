@@ -3,6 +3,7 @@
  * RunRecord (a run's metadata row).
  */
 import { z } from 'zod'
+import { FaultPlan } from './faults.js'
 
 
 /**
@@ -86,6 +87,8 @@ export const RunPlan = z.object({
   sequential: SequentialRule.optional(),
   /** absent: no judge activity is scheduled (the workflow history stays as before judging existed) */
   judge: JudgeSettings.optional(),
+  /** absent: no fault is injected (attempt inputs stay as before fault injection existed) */
+  faults: FaultPlan.optional(),
 })
 export type RunPlan = z.infer<typeof RunPlan>
 
@@ -114,6 +117,17 @@ export const RunRecord = z.object({
   stop_width: z.number().nonnegative().default(0),
   /** tasks a sequential run stopped early because their interval was narrow enough */
   stopped_tasks: z.array(z.string()).default([]),
+  // fault stamps (issue 13); absent or '' = the run injected no faults
+  /** the fault profile the run injected (FaultPlan.profile_hash); compare warns when two runs differ */
+  fault_profile_hash: z.string().optional(),
+  /** `uniform`, `burst` or `mixed` */
+  fault_mode: z.string().optional(),
+  /** the nominal fail rate (the highest rule rate) */
+  fault_rate: z.number().min(0).max(1).optional(),
+  /** the runs of one `--fault-sweep` share it: the points of one recovery curve */
+  fault_sweep_id: z.string().optional(),
+  /** the profile as canonical JSON, for reports */
+  fault_profile: z.string().optional(),
 })
 export type RunRecord = z.infer<typeof RunRecord>
 

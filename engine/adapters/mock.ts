@@ -42,6 +42,7 @@ export const MockConfig = z
     skill: probability.default(0.8).describe('Probability of a clean attempt (0..1).'),
     task_skill: z.record(z.string(), probability).default({}).describe('Per-task override of skill: task id → probability.'),
     delay_ms: z.number().int().nonnegative().default(0).describe('How long the mock "thinks" before answering, in ms.'),
+    retries: z.number().int().min(0).max(10).default(0).describe('Retry a failed tool call up to this many times before giving up (recovery under injected faults).'),
     failure_modes: z
       .partialRecord(z.enum(MOCK_FAILURE_MODES), z.number().nonnegative())
       .optional()
@@ -88,6 +89,7 @@ class MockRun {
     readonly tools: ToolBox,
     readonly signal: AbortSignal,
     readonly rng: () => number,
+    readonly retries = 0,
   ) {}
 
   async call(name: string, args: unknown): Promise<Step> {
@@ -102,7 +104,9 @@ class MockRun {
     let previous: { value: unknown } | undefined
     for (const spec of this.payload.tools) {
       if (this.signal.aborted || this.tools.exhausted) return { ok: false, error: 'stopped' }
-      const step = await this.call(spec.name, fillArgs(spec, this.payload.input, previous))
+      const args = fillArgs(spec, this.payload.input, previous)
+      let step = await this.call(spec.name, args)
+      for (let retry = 0; !step.ok && retry < this.retries && !this.signal.aborted && !this.tools.exhausted; retry += 1) step = await this.call(spec.name, args)
       if (!step.ok) return step
       previous = { value: step.value }
     }
@@ -203,7 +207,7 @@ export const mockAdapter: AgentAdapter = {
     const behaviour = chooseMockBehaviour(ctx.seed, ctx.taskId, config)
     // a second stream for the details, so the choice of behaviour stays stable if they change
     const rng = createRng((ctx.seed ^ 0x9e3779b9) >>> 0)
-    const run = new MockRun(payload, ctx.tools, ctx.signal, rng)
+    const run = new MockRun(payload, ctx.tools, ctx.signal, rng, config.retries)
     const { output, refused } = await behave(run, behaviour)
 
     if (config.delay_ms > 0 && !ctx.signal.aborted) {

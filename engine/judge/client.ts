@@ -9,6 +9,8 @@ import OpenAI from 'openai'
 import type { JudgeSettings, JudgeStamp } from '../../core/contracts/index.js'
 import { judgeDecoding, retryMessages, type JudgeCallOutcome, type JudgeMessage, type JudgeRequest } from '../../core/judge/protocol.js'
 import { readSetting } from '../../config/index.js'
+import { localModelUpstream } from '../llm/gateway.js'
+import { isLocalModel } from '../llm/local/models.js'
 import { JudgeConfigError } from './errors.js'
 import { sharedJudgeLimiter, type RateLimiter } from './rate-limit.js'
 
@@ -18,8 +20,18 @@ export interface JudgeEndpoint {
   apiKey?: string
 }
 
-/** Where the judge model is: FORGE_JUDGE_BASE_URL / FORGE_JUDGE_API_KEY, else OPENAI_BASE_URL / OPENAI_API_KEY. */
-export function resolveJudgeEndpoint(env: NodeJS.ProcessEnv): JudgeEndpoint {
+/**
+ * Where the judge model is: FORGE_JUDGE_BASE_URL / FORGE_JUDGE_API_KEY, else OPENAI_BASE_URL /
+ * OPENAI_API_KEY; a `local` judge model is served by the stack's model server (FORGE_LOCAL_MODEL_URL).
+ */
+export function resolveJudgeEndpoint(env: NodeJS.ProcessEnv, model?: string): JudgeEndpoint {
+  if (isLocalModel(model)) {
+    try {
+      return localModelUpstream(model, env)
+    } catch (error) {
+      throw new JudgeConfigError((error as Error).message)
+    }
+  }
   // FORGE_JUDGE_BASE_URL is validated by the config; OPENAI_BASE_URL is the agents' variable, checked here
   const baseURL = readSetting('judgeBaseUrl', env) ?? (env['OPENAI_BASE_URL'] || 'https://api.openai.com/v1')
   if (!/^https?:\/\//.test(baseURL)) throw new JudgeConfigError(`OPENAI_BASE_URL (the judge's endpoint without FORGE_JUDGE_BASE_URL) must be an http(s) URL, got ${JSON.stringify(baseURL)}`)

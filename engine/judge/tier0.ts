@@ -53,7 +53,7 @@ export async function judgeGraderVerdicts(
     }
     let endpoint
     try {
-      endpoint = resolveJudgeEndpoint(opts.env)
+      endpoint = resolveJudgeEndpoint(opts.env, model)
     } catch (e) {
       const reason = e instanceof Error ? e.message : String(e)
       judgements[p.key] = { ok: false, reason }

@@ -5,14 +5,19 @@
  * `POST /v1/chat/completions` (plain or streamed) to the upstream, records every call as a `model` span (model,
  * decoding parameters, usage, latency), sums usage, prices it with the price table, and enforces
  * the attempt's max_tokens budget. Every model-backed adapter, in-process or not, goes through it.
+ * With a fault profile, it is also where model faults are injected (engine/faults.ts).
  */
+import { readSetting } from '../../config/index.js'
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { BudgetLimit, Span, TokenUsage } from '../../core/contracts/index.js'
 import type { LlmEndpoint } from '../../core/plugins.js'
 import { costOf, type PriceTable } from '../../core/pricing.js'
+import { MODEL_TOOL } from '../../core/faults.js'
+import { answerModelFault, type AttemptFaults } from '../faults.js'
 import { LlmConfigError } from './errors.js'
+import { isLocalModel } from './local/models.js'
 
 /** Where the gateway forwards to: an OpenAI-compatible base URL (ending in /v1) and its key. */
 export interface LlmUpstream {
@@ -36,6 +41,12 @@ export interface LlmGatewayOptions {
   upstreamTimeoutMs?: number
   /** the parent of the gateway's spans (default `agent`) */
   parentSpanId?: string
+  /**
+   * The run's fault injection: a completion may get a seeded 500, 429, timeout (504 after the
+   * per-call timeout), malformed completion or added latency instead of (or before) the model's
+   * answer; its span records `injected_fault`.
+   */
+  faults?: AttemptFaults | undefined
 }
 
 /** What the gateway measured over the attempt. */
@@ -107,7 +118,8 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
   // calls still being answered: close() waits for them, so each leaves its span
   const inflight = new Set<Promise<void>>()
   const server = createServer(
-    routeRequests(Buffer.from(token), inflight, (req, res) => handleCompletion(req, res, { meter, upstream: opts.upstream, timeoutMs: opts.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS, closing: closing.signal })),
+    routeRequests(Buffer.from(token), inflight, (req, res) =>
+      handleCompletion(req, res, { meter, upstream: opts.upstream, timeoutMs: opts.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS, closing: closing.signal, faults: opts.faults })),
   )
   server.keepAliveTimeout = 5_000
   const port = await listenOnLoopback(server)
@@ -270,6 +282,7 @@ interface CompletionContext {
   timeoutMs: number
   /** aborted when the gateway closes */
   closing: AbortSignal
+  faults: AttemptFaults | undefined
 }
 
 /**
@@ -303,6 +316,7 @@ async function handleCompletion(req: IncomingMessage, res: ServerResponse, ctx: 
   }
   const forwarded = forwardedRequest(body, request.raw)
   if (forwarded.streamed) call.attributes['stream'] = true
+  if (ctx.faults !== undefined && (await injectFault(ctx.faults, call, res, { model, stream: forwarded.streamed }, ctx.closing))) return
 
   let upstream: Response
   try {
@@ -317,6 +331,22 @@ async function handleCompletion(req: IncomingMessage, res: ServerResponse, ctx: 
   if (facts === undefined) return
   ctx.meter.account(call, model, facts)
   call.record('ok', model)
+}
+
+/**
+ * The seeded fault of this completion (engine/faults.ts), if any: answered in the model's place
+ * (true), or latency added before it is forwarded as usual (`slow`: false).
+ */
+async function injectFault(faults: AttemptFaults, call: ModelCall, res: ServerResponse, request: { model: string; stream: boolean }, closing: AbortSignal): Promise<boolean> {
+  const fault = faults.schedule.next('model', MODEL_TOOL)
+  if (fault === undefined) return false
+  call.attributes['injected_fault'] = fault.kind
+  const answer = await answerModelFault(fault, faults.profile, request, res, closing)
+  if (!answer.answered) return false
+  call.attributes['http_status'] = answer.status
+  if (answer.flavour !== undefined) call.attributes['garbage'] = answer.flavour
+  call.record('injected_fault', request.model)
+  return true
 }
 
 type CompletionRequest = { ok: true; body: Record<string, unknown>; raw: string } | { ok: false; error: string }
@@ -394,8 +424,12 @@ async function relayAnswer(upstream: Response, res: ServerResponse, request: For
   }
 }
 
-/** Resolves the upstream from adapter config (`base_url`, `api_key_env`) and the worker's environment. */
+/**
+ * Resolves the upstream from adapter config (`base_url`, `api_key_env`) and the worker's environment;
+ * a `local` model goes to the stack's model server (FORGE_LOCAL_MODEL_URL, set by `forge run`).
+ */
 export function resolveUpstream(config: Record<string, unknown>, env: NodeJS.ProcessEnv): LlmUpstream {
+  if (config['base_url'] === undefined && isLocalModel(config['model'])) return localModelUpstream(config['model'], env)
   const baseURL = config['base_url'] ?? env['OPENAI_BASE_URL'] ?? 'https://api.openai.com/v1'
   if (typeof baseURL !== 'string' || !/^https?:\/\//.test(baseURL)) {
     throw new LlmConfigError(`adapter config base_url must be an http(s) URL, got ${JSON.stringify(baseURL)}`)
@@ -406,6 +440,19 @@ export function resolveUpstream(config: Record<string, unknown>, env: NodeJS.Pro
   if (config['api_key_env'] !== undefined && !apiKey) {
     throw new LlmConfigError(`adapter config api_key_env names ${keyVariable}, which is not set in the worker's environment`)
   }
+  return apiKey ? { baseURL, apiKey } : { baseURL }
+}
+
+/** The stack's model server, which serves every `local` model (engine/llm/local/server.ts). */
+export function localModelUpstream(model: string, env: NodeJS.ProcessEnv): LlmUpstream {
+  const baseURL = readSetting('localModelUrl', env)
+  if (!baseURL) {
+    throw new LlmConfigError(
+      `model "${model}" runs on the stack's model server, but this worker has no FORGE_LOCAL_MODEL_URL${baseURL ? ` (got ${JSON.stringify(baseURL)})` : ''}: ` +
+        'start the run with forge run (it starts the model server), or set FORGE_LOCAL_MODEL_URL (and FORGE_LOCAL_MODEL_KEY) on the worker',
+    )
+  }
+  const apiKey = readSetting('localModelKey', env)
   return apiKey ? { baseURL, apiKey } : { baseURL }
 }
 

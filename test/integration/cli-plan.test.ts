@@ -35,7 +35,7 @@ describe('forge run --dry-run', () => {
       adapter_config: { model: 'gpt-4o-mini' },
       seed: 'd',
       sequential: null,
-      estimate: { model: 'gpt-4o-mini', attempts: 150, source: 'heuristic', price_table: { version: '2026-11-default', date: '2026-11-30' } },
+      estimate: { model: 'gpt-4o-mini', attempts: 150, source: 'heuristic', price_table: { version: '2026-11-default.2', date: '2026-11-30' } },
     })
     expect(plan.config_id).toMatch(/^mock-[0-9a-f]{8}$/)
     expect(plan.estimate.cost_usd).toBeCloseTo((plan.estimate.input_tokens * 0.15 + plan.estimate.output_tokens * 0.6) / 1e6, 12)
@@ -50,7 +50,7 @@ describe('forge run --dry-run', () => {
     expect(r.stdout).toMatch(/^dry run: nothing was started and no model was called$/m)
     expect(r.stdout).toMatch(/5 tasks × 10 attempts = 50/)
     expect(r.stdout).toMatch(/sequential stopping: a task stops once its Wilson 95% interval is ≤ 0\.2 wide/)
-    expect(r.stdout).toMatch(/estimated cost: unavailable: model "mystery-model" has no price in the table \(price table 2026-11-default, 2026-11-30\)/)
+    expect(r.stdout).toMatch(/estimated cost: unavailable: model "mystery-model" has no price in the table \(price table 2026-11-default\.2, 2026-11-30\)/)
   })
 
   it('rejects bad input with exit code 2', () => {

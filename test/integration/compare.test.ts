@@ -189,7 +189,7 @@ describe('forge compare of two mock runs with a planted drop', () => {
     expect(text.status).toBe(6)
     expect(text.stdout).toMatch(/task\s+a k\/n\s+a\s+wilson 95%\s+b k\/n\s+b\s+wilson 95%\s+delta\s+test\s+p\s+q \(BH\)\s+verdict/)
     expect(text.stdout).toMatch(/capital_lookup\s+\d+\/40.*REGRESSED/)
-    expect(text.stdout).toMatch(/price table 2026-11-default \(2026-11-30\)/)
+    expect(text.stdout).toMatch(/price table 2026-11-default\.2 \(2026-11-30\)/)
     expect(text.stdout).toMatch(/^REGRESSION: 1 task\(s\) dropped significantly/m)
 
     const json = forge(['compare', '--baseline', 'main', b.run_id, '--json'], stack.env)

@@ -18,8 +18,11 @@ describe('price tables', () => {
   it('loads the shipped default, where local and scripted models cost zero and unknown ones are unavailable', async () => {
     const table = await loadPriceTable()
     expect(table).toBe(await loadPriceTable(undefined))
-    expect(table.version).toBe('2026-11-default')
+    expect(table.version).toBe('2026-11-default.2')
     expect(costOf(table, 'smollm2-135m-instruct', { input_tokens: 1000, output_tokens: 1000 })).toBe(0)
+    // --model local: the stack's model server
+    expect(costOf(table, 'local', { input_tokens: 1000, output_tokens: 1000 })).toBe(0)
+    expect(costOf(table, 'local:smollm2-135m-instruct', { input_tokens: 1000, output_tokens: 1000 })).toBe(0)
     expect(costOf(table, 'scripted-e2e', { input_tokens: 1000, output_tokens: 1000 })).toBe(0)
     expect(costOf(table, 'gpt-4o-mini-2024-07-18', { input_tokens: 1_000_000, output_tokens: 0 })).toBe(0.15)
     expect(costOf(table, 'mystery', { input_tokens: 1, output_tokens: 1 })).toBeNull()

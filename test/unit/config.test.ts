@@ -15,7 +15,9 @@ const defaults: ForgeConfig = {
   clickhouseUrl: undefined,
   storePath: '/work/.forge/store',
   binaries: { temporal: undefined, natsServer: undefined },
-  worker: { id: undefined, concurrency: 100, exitWithParent: false },
+  worker: { id: undefined, concurrency: 100, exitWithParent: false, role: 'all', shutdownGraceMs: 5000 },
+  healthPort: undefined,
+  natsStreamReplicas: 1,
   judge: { worker: true, rate: 0, concurrency: 4, taskQueue: 'forge-judge', model: undefined, baseUrl: undefined, apiKey: undefined },
   logLevel: 'info',
   agentVersion: undefined,
@@ -73,7 +75,9 @@ describe('resolveConfig', () => {
       clickhouseUrl: 'http://clickhouse:8123',
       storePath: '/data/chdb',
       binaries: { temporal: '/opt/temporal', natsServer: '/opt/nats-server' },
-      worker: { id: 'w-1', concurrency: 200, exitWithParent: true },
+      worker: { id: 'w-1', concurrency: 200, exitWithParent: true, role: 'all', shutdownGraceMs: 5000 },
+      healthPort: undefined,
+      natsStreamReplicas: 1,
       judge: { worker: false, rate: 2.5, concurrency: 8, taskQueue: 'judges', model: 'gpt-4o-mini', baseUrl: 'http://judge:8080/v1', apiKey: 'sk-judge' },
       logLevel: 'debug',
       agentVersion: '1.2.3',
@@ -107,7 +111,7 @@ describe('resolveConfig', () => {
     ['FORGE_EXIT_WITH_PARENT', 'maybe', 'FORGE_EXIT_WITH_PARENT must be 1 or 0 (or true/false, yes/no, on/off), got "maybe"'],
     ['FORGE_JUDGE_WORKER', 'off please', 'FORGE_JUDGE_WORKER must be 1 or 0 (or true/false, yes/no, on/off), got "off please"'],
     ['FORGE_LOG_LEVEL', 'verbose', 'FORGE_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
-    ['FORGE_BENCH_ONLY', 'all', 'FORGE_BENCH_ONLY must be one of e2e, ingest, stats, report, ui, got "all"'],
+    ['FORGE_BENCH_ONLY', 'all', 'FORGE_BENCH_ONLY must be one of e2e, ingest, stats, report, ui, model, faults, got "all"'],
   ])('rejects %s=%s with an error naming the variable and the value', (variable, value, message) => {
     expect(configError(() => resolveConfig({ [variable]: value }, '/work'))).toEqual({ name: 'ConfigError', exitCode: 2, message })
   })
@@ -182,7 +186,7 @@ describe('settingsEnv', () => {
     expect({ address: back.temporal.address, nats: back.natsUrl, worker: back.worker }).toEqual({
       address: '127.0.0.1:7233',
       nats: 'nats://127.0.0.1:4222',
-      worker: { id: undefined, concurrency: 20, exitWithParent: true },
+      worker: { id: undefined, concurrency: 20, exitWithParent: true, role: 'all', shutdownGraceMs: 5000 },
     })
   })
 })

@@ -3,7 +3,7 @@ import * as contracts from '../../core/contracts/index.js'
 
 /**
  * The names core/contracts/index.ts exported when it was one 628-line file (before the split by
- * domain). ~110 files import from the index, so it must keep exporting exactly these.
+ * domain), plus the fault contracts (issue 13). ~110 files import from the index, so it must keep exporting exactly these.
  */
 const RUNTIME_NAMES = [
   'AgentTrace',
@@ -16,6 +16,12 @@ const RUNTIME_NAMES = [
   'EnvironmentReport',
   'FAILURE_BUCKETS',
   'FailureBucket',
+  'FaultKind',
+  'FaultMode',
+  'FaultPlan',
+  'FaultProfile',
+  'FaultRule',
+  'FaultTarget',
   'FileFixture',
   'FixtureSpec',
   'Grade',
@@ -67,6 +73,14 @@ export type ExportedTypes = [
   contracts.EnvironmentFixture,
   contracts.EnvironmentReport,
   contracts.FailureBucket,
+  contracts.FaultKind,
+  contracts.FaultMode,
+  contracts.FaultPlan,
+  contracts.FaultProfile,
+  contracts.FaultProfileInput,
+  contracts.FaultRule,
+  contracts.FaultRuleInput,
+  contracts.FaultTarget,
   contracts.FileFixture,
   contracts.FixtureSpec,
   contracts.Grade,

@@ -193,7 +193,7 @@ describe('planRun', () => {
       sequential: { width: 0.3, round_size: 10, min_attempts: 10 },
     })
     expect(unpriced.price_table).toBeUndefined()
-    expect(unpriced.price_table_version).toBe('2026-11-default')
+    expect(unpriced.price_table_version).toBe('2026-11-default.2')
   })
 
   it("gives the judge the configured task queue unless the run names one", async () => {

@@ -74,7 +74,10 @@ describe('store converters', () => {
       started_at: '2026-11-30 02:40:21.123',
       finished_at: '2026-11-30 02:40:21.136',
       ingested_at: '2026-11-30 02:41:00.000',
+      injected_faults: 0,
+      injected_fault_kinds: [],
     })
+    expect(attemptToRow({ ...attempt, injected_faults: 3, injected_fault_kinds: ['500', 'slow'] }, 0)).toMatchObject({ injected_faults: 3, injected_fault_kinds: ['500', 'slow'] })
   })
 
   it('turns tool calls into rows keyed by attempt and index', () => {
@@ -110,6 +113,10 @@ describe('store converters', () => {
     })
     expect(rowToRun(runToRow(run))).toEqual(run)
     expect(rowToRun(runToRow({ ...run, status: 'running', finished_at: null }))).toEqual({ ...run, status: 'running', finished_at: null })
+    // a run without faults has empty fault columns and reads back without fault stamps
+    expect(runToRow(run)).toMatchObject({ fault_profile_hash: '', fault_mode: '', fault_rate: 0, fault_sweep_id: '', fault_profile: '' })
+    const faulted: RunRecord = { ...run, fault_profile_hash: 'f'.repeat(64), fault_mode: 'burst', fault_rate: 0.2, fault_sweep_id: 'sw1', fault_profile: '{"rules":[]}' }
+    expect(rowToRun(runToRow(faulted))).toEqual(faulted)
   })
 
   it('reads a run message written before the comparability stamps existed with their defaults', () => {

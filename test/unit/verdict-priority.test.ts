@@ -2,7 +2,8 @@
  * Failure buckets: every pair of buckets that can occur together in one attempt, the higher one
  * wins. The priority is FAILURE_BUCKETS' order, with the documented deviation of core/verdict.ts:
  * `refusal` is checked before `wrong_answer` / `no_answer` (a refusal's text is not an answer).
- * `harness_error` beats everything and stays visible (invalid), never folded into "failed".
+ * `harness_error` beats everything and stays visible (invalid), never folded into "failed";
+ * `injected_fault` (a fault the harness injected and the agent never got past) comes next.
  */
 import { describe, expect, it } from 'vitest'
 import { AgentTrace, FAILURE_BUCKETS, type AgentTraceInput, type FailureBucket, type Grade, type ToolCall } from '../../core/contracts/index.js'
@@ -12,6 +13,7 @@ type Ingredient = { calls?: Partial<ToolCall>[]; fields?: Partial<AgentTraceInpu
 
 /** what puts an attempt into each bucket */
 const INGREDIENTS: Record<FailureBucket, Ingredient> = {
+  injected_fault: { calls: [{ name: 'lookup', error: '500 Internal Server Error', injected_fault: '500' }] },
   tool_error: { calls: [{ name: 'fetch', error: 'timeout' }] },
   malformed_tool_call: { calls: [{ name: 'lookup', refused: 'malformed_tool_call', error: 'args.key: expected string' }] },
   hallucinated_tool: { calls: [{ name: 'teleport', refused: 'hallucinated_tool' }] },
@@ -23,7 +25,7 @@ const INGREDIENTS: Record<FailureBucket, Ingredient> = {
 }
 
 /** the implemented order: FAILURE_BUCKETS with refusal moved ahead of wrong_answer and no_answer, harness_error first */
-const PRIORITY: FailureBucket[] = ['harness_error', 'tool_error', 'malformed_tool_call', 'hallucinated_tool', 'budget_exhausted', 'refusal', 'wrong_answer', 'no_answer']
+const PRIORITY: FailureBucket[] = ['harness_error', 'injected_fault', 'tool_error', 'malformed_tool_call', 'hallucinated_tool', 'budget_exhausted', 'refusal', 'wrong_answer', 'no_answer']
 
 const fail: Grade = { grader: 'exact', passed: false, score: 0, detail: '' }
 
@@ -49,8 +51,8 @@ describe('every priority clash: the higher bucket wins', () => {
   const pairs = PRIORITY.flatMap((higher, i) => PRIORITY.slice(i + 1).map((lower) => [higher, lower] as const))
     // an output is either empty or not: these two never meet
     .filter(([a, b]) => !(a === 'wrong_answer' && b === 'no_answer'))
-  it('covers 27 pairs', () => {
-    expect(pairs).toHaveLength(27)
+  it('covers 35 pairs', () => {
+    expect(pairs).toHaveLength(35)
   })
   it.each(pairs)('%s beats %s', (higher, lower) => {
     expect(verdictOf(INGREDIENTS[lower], INGREDIENTS[higher]).failure_bucket).toBe(higher)

@@ -95,7 +95,7 @@ export async function judgeStoredAttempt(input: JudgeStoredAttemptInput): Promis
   let endpoint: JudgeEndpoint | undefined
   let endpointError = ''
   try {
-    endpoint = resolveJudgeEndpoint(input.env)
+    endpoint = resolveJudgeEndpoint(input.env, settings.model)
   } catch (error) {
     endpointError = (error as Error).message
   }

@@ -1,0 +1,335 @@
+/**
+ * The Helm chart, offline: `helm lint --strict` and `helm template` for the default values and every
+ * documented example, the rendered manifests validated strictly (unknown fields rejected) against the
+ * Kubernetes API schemas by kubernetes-validate and against test/deploy/crd-schemas.json for the
+ * custom resources (KEDA, Prometheus Operator), and what matters asserted on the rendered objects.
+ * helm and kubernetes-validate are installed here when missing (as deploy/setup.sh does); the tests
+ * skip, saying why, only when that is impossible.
+ */
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseAllDocuments } from 'yaml'
+import { afterAll, describe, expect, it } from 'vitest'
+import { SweepSpec } from '../../core/contracts/sweep.js'
+import { sweepCells } from '../../core/sweep.js'
+import { packageRoot } from '../../stack/paths.js'
+import { findHelm, findValidator } from '../helpers/helm-tools.js'
+
+const root = packageRoot()
+const chart = join(root, 'helm', 'forge')
+const work = mkdtempSync(join(tmpdir(), 'forge-helm-'))
+afterAll(() => rmSync(work, { recursive: true, force: true }))
+
+const helm = findHelm()
+const validator = findValidator()
+const missing = [helm.why, validator.why].filter((w): w is string => w !== undefined)
+if (missing.length > 0) console.warn(`helm.test: skipping the chart tests: ${missing.join('; ')}`)
+
+interface K8sObject {
+  apiVersion: string
+  kind: string
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }
+  spec?: Record<string, unknown>
+  data?: Record<string, string>
+}
+type Container = {
+  name: string
+  args?: string[]
+  env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } } }[]
+  ports?: { name: string; containerPort: number }[]
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> }
+  securityContext?: Record<string, unknown>
+  livenessProbe?: { httpGet: { path: string; port: string } }
+  readinessProbe?: { httpGet: { path: string; port: string } }
+  startupProbe?: { httpGet: { path: string; port: string } }
+  volumeMounts?: { name: string; mountPath: string }[]
+}
+type PodSpec = {
+  containers: Container[]
+  securityContext: Record<string, unknown>
+  terminationGracePeriodSeconds?: number
+  automountServiceAccountToken?: boolean
+  runtimeClassName?: string
+  volumes?: { name: string }[]
+}
+
+let renders = 0
+const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { encoding: 'utf8', timeout: 120_000 })
+
+/** `helm template` of the chart with a values file (or none); the objects, and the manifest file. */
+function render(valuesFile?: string, extra: string[] = []): { objects: K8sObject[]; file: string; stderr: string; status: number } {
+  const r = run(helm.path!, ['template', 'forge', chart, '--namespace', 'forge', ...(valuesFile ? ['-f', valuesFile] : []), ...extra])
+  const file = join(work, `render-${++renders}.yaml`)
+  writeFileSync(file, r.stdout)
+  const objects = r.status === 0 ? parseAllDocuments(r.stdout).map((d) => d.toJSON() as K8sObject).filter((o) => o !== null) : []
+  return { objects, file, stderr: r.stderr, status: r.status ?? -1 }
+}
+
+const find = (objects: K8sObject[], kind: string, name: string): K8sObject => {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name)
+  if (!found) throw new Error(`no ${kind} ${name} rendered (have: ${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')})`)
+  return found
+}
+const podOf = (o: K8sObject): PodSpec => {
+  const spec = o.spec as { template?: { spec: PodSpec }; jobTemplate?: { spec: { template: { spec: PodSpec } } } }
+  return (spec.jobTemplate?.spec.template.spec ?? spec.template?.spec)!
+}
+const envOf = (c: Container): Record<string, string> => Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? `<${e.valueFrom?.secretKeyRef ? `secret ${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}` : `field ${e.valueFrom?.fieldRef?.fieldPath}`}>`]))
+
+const examplesDir = join(chart, 'examples')
+const valuesFiles: [string, string | undefined][] = [
+  ['default values', undefined],
+  ...readdirSync(examplesDir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()
+    .map((f): [string, string] => [`examples/${f}`, join(examplesDir, f)]),
+]
+
+describe.skipIf(missing.length > 0)('helm/forge', () => {
+  it('has the documented examples', () => {
+    expect(valuesFiles.map(([name]) => name)).toEqual(['default values', 'examples/hpa-cronjob.yaml', 'examples/nightly-50-workers.yaml', 'examples/self-contained.yaml', 'examples/temporal-cloud-cluster.yaml'])
+  })
+
+  it.each(valuesFiles)('%s: lints strictly, renders, and every manifest validates strictly against the API schemas', (_name, valuesFile) => {
+    const lint = run(helm.path!, ['lint', '--strict', chart, ...(valuesFile ? ['-f', valuesFile] : [])])
+    expect(lint.status, lint.stdout + lint.stderr).toBe(0)
+    const { objects, file, status, stderr } = render(valuesFile)
+    expect(status, stderr).toBe(0)
+    const k8s = run(validator.path!, ['--strict', file])
+    expect(k8s.status, k8s.stdout + k8s.stderr).toBe(0)
+    expect(`${k8s.stdout}${k8s.stderr}`).not.toMatch(/ERROR/)
+    const builtin = objects.filter((o) => !/keda\.sh|monitoring\.coreos\.com/.test(o.apiVersion))
+    // one "passed" line per built-in object: none was skipped for lack of a schema
+    expect(k8s.stdout.match(/passed for resource/g)?.length ?? 0).toBe(builtin.length)
+    const crds = run('python3', [join(root, 'test', 'deploy', 'validate-crds.py'), file])
+    expect(crds.status, crds.stdout + crds.stderr).toBe(0)
+    expect(crds.stdout.match(/^OK /gm)?.length ?? 0).toBe(objects.length - builtin.length)
+    // no Secret is ever rendered: keys and passwords are only referenced
+    expect(objects.filter((o) => o.kind === 'Secret')).toEqual([])
+  })
+
+  it('default values: workers autoscale from 0 on the task-queue backlog, drain for the longest attempt, probe the health endpoint, run locked down', () => {
+    const { objects } = render()
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+      'Deployment/forge-ingester',
+      'Deployment/forge-judge',
+      'Deployment/forge-worker',
+      'NetworkPolicy/forge-agents',
+      'NetworkPolicy/forge-ingester',
+      'NetworkPolicy/forge-jobs',
+      'PodDisruptionBudget/forge-ingester',
+      'PodDisruptionBudget/forge-judge',
+      'PodDisruptionBudget/forge-worker',
+      'ScaledObject/forge-worker',
+      'Service/forge-metrics',
+      'ServiceAccount/forge',
+    ])
+    const worker = find(objects, 'Deployment', 'forge-worker')
+    // the scaler owns the replica count
+    expect(worker.spec!['replicas']).toBeUndefined()
+    const pod = podOf(worker)
+    const [c] = pod.containers
+    expect(c!.args).toEqual(['worker', '--role', 'attempts', '--concurrency', '50'])
+    expect(pod.terminationGracePeriodSeconds).toBe(630)
+    expect(envOf(c!)).toMatchObject({
+      FORGE_SHUTDOWN_GRACE_MS: '600000',
+      FORGE_TEMPORAL_ADDRESS: 'temporal-frontend.temporal.svc.cluster.local:7233',
+      FORGE_TASK_QUEUE: 'forge-attempts',
+      FORGE_NATS_URL: 'nats://nats.nats.svc.cluster.local:4222',
+      FORGE_CLICKHOUSE_URL: 'http://clickhouse.clickhouse.svc.cluster.local:8123',
+      FORGE_HEALTH_PORT: '9464',
+      FORGE_HOME: '/tmp/forge',
+      FORGE_WORKER_ID: '<field metadata.name>',
+    })
+    expect(c!.startupProbe!.httpGet).toEqual({ path: '/healthz', port: 'metrics' })
+    expect(c!.livenessProbe!.httpGet).toEqual({ path: '/healthz', port: 'metrics' })
+    expect(c!.readinessProbe!.httpGet).toEqual({ path: '/readyz', port: 'metrics' })
+    expect(c!.ports).toEqual([{ name: 'metrics', containerPort: 9464, protocol: 'TCP' }])
+    expect(c!.resources).toEqual({ requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '2', memory: '2Gi' } })
+    expect(c!.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, capabilities: { drop: ['ALL'] } })
+    expect(pod.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } })
+    expect(pod.automountServiceAccountToken).toBe(false)
+    expect(c!.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }])
+
+    const scaler = find(objects, 'ScaledObject', 'forge-worker').spec as { minReplicaCount: number; maxReplicaCount: number; scaleTargetRef: { name: string }; triggers: { type: string; metadata: Record<string, string> }[] }
+    expect(scaler.minReplicaCount).toBe(0)
+    expect(scaler.maxReplicaCount).toBe(20)
+    expect(scaler.scaleTargetRef).toEqual({ name: 'forge-worker' })
+    expect(scaler.triggers).toEqual([
+      {
+        type: 'temporal',
+        metadata: { endpoint: 'temporal-frontend.temporal.svc.cluster.local:7233', namespace: 'default', taskQueue: 'forge-attempts', queueTypes: 'workflow,activity', targetQueueSize: '50', activationTargetQueueSize: '0' },
+      },
+    ])
+
+    expect(find(objects, 'PodDisruptionBudget', 'forge-worker').spec).toMatchObject({ maxUnavailable: 1, selector: { matchLabels: { 'app.kubernetes.io/component': 'worker' } } })
+    expect(find(objects, 'PodDisruptionBudget', 'forge-ingester').spec).toMatchObject({ minAvailable: 1 })
+    const ingester = find(objects, 'Deployment', 'forge-ingester')
+    expect(ingester.spec!['replicas']).toBe(2)
+    expect(podOf(ingester).containers[0]!.args).toEqual(['ingester'])
+    expect(envOf(podOf(ingester).containers[0]!)).toMatchObject({ FORGE_NATS_STREAM_REPLICAS: '3' })
+    const judge = podOf(find(objects, 'Deployment', 'forge-judge')).containers[0]!
+    expect(judge.args).toEqual(['judge', '--judge-concurrency', '4', '--judge-rate', '5'])
+    expect(envOf(judge)).toMatchObject({ FORGE_JUDGE_TASK_QUEUE: 'forge-judge' })
+
+    // agent pods reach DNS, Temporal, NATS, ClickHouse and public HTTPS for the model; nothing else
+    const agents = find(objects, 'NetworkPolicy', 'forge-agents').spec as { podSelector: unknown; policyTypes: string[]; egress: { to: unknown[]; ports: { port: number }[] }[] }
+    expect(agents.podSelector).toEqual({ matchLabels: { 'app.kubernetes.io/instance': 'forge', 'forge.dev/agent': 'true' } })
+    expect(agents.policyTypes).toEqual(['Ingress', 'Egress'])
+    expect(agents.egress.map((e) => e.ports.map((p) => p.port))).toEqual([[53, 53], [7233], [4222], [8123, 8443], [443]])
+    expect(agents.egress[4]!.to).toEqual([{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16'] } }])
+    const ingesterPolicy = find(objects, 'NetworkPolicy', 'forge-ingester').spec as { egress: { ports: { port: number }[] }[] }
+    expect(ingesterPolicy.egress.map((e) => e.ports.map((p) => p.port))).toEqual([[53, 53], [4222], [8123, 8443]])
+  })
+
+  it('examples/nightly-50-workers.yaml: 50 pods, keys from Secrets, a Temporal Schedule of a valid sweep, a ServiceMonitor', () => {
+    const { objects } = render(join(examplesDir, 'nightly-50-workers.yaml'))
+    const scaler = find(objects, 'ScaledObject', 'forge-worker').spec as { maxReplicaCount: number; triggers: { metadata: Record<string, string> }[] }
+    expect(scaler.maxReplicaCount).toBe(50)
+    expect(scaler.triggers[0]!.metadata['targetQueueSize']).toBe('40')
+    const worker = podOf(find(objects, 'Deployment', 'forge-worker'))
+    const env = envOf(worker.containers[0]!)
+    expect(env).toMatchObject({
+      OPENAI_API_KEY: '<secret forge-model-keys/openai-api-key>',
+      FORGE_NATS_USER: '<secret forge-nats/user>',
+      FORGE_NATS_PASSWORD: '<secret forge-nats/password>',
+      FORGE_NATS_URL: 'nats://$(FORGE_NATS_USER):$(FORGE_NATS_PASSWORD)@nats.nats.svc.cluster.local:4222',
+      FORGE_CLICKHOUSE_URL: 'http://$(FORGE_CLICKHOUSE_USER):$(FORGE_CLICKHOUSE_PASSWORD)@clickhouse.clickhouse.svc.cluster.local:8123/forge',
+      FORGE_SHUTDOWN_GRACE_MS: '540000',
+    })
+    // Kubernetes expands $(VAR) only from variables defined earlier in the list
+    const names = worker.containers[0]!.env!.map((e) => e.name)
+    expect(names.indexOf('FORGE_NATS_PASSWORD')).toBeLessThan(names.indexOf('FORGE_NATS_URL'))
+    expect(names.indexOf('FORGE_CLICKHOUSE_PASSWORD')).toBeLessThan(names.indexOf('FORGE_CLICKHOUSE_URL'))
+    // the ingester never sees a model key
+    expect(envOf(podOf(find(objects, 'Deployment', 'forge-ingester')).containers[0]!)).not.toHaveProperty('OPENAI_API_KEY')
+
+    const sweeps = find(objects, 'ConfigMap', 'forge-sweeps')
+    const spec = SweepSpec.parse(parseAllDocuments(sweeps.data!['nightly.yaml']!)[0]!.toJSON())
+    expect(sweepCells(spec, 'x')).toHaveLength(2 * 1 * 2 * 3)
+    const hook = find(objects, 'Job', 'forge-schedule-nightly')
+    expect(hook.metadata.annotations).toEqual({ 'helm.sh/hook': 'post-install,post-upgrade', 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' })
+    const hookPod = podOf(hook)
+    expect(hookPod.containers[0]!.args).toEqual(['schedule', 'create', '/etc/forge/sweeps/nightly.yaml', '--id', 'nightly', '--cron', '0 2 * * *', '--timezone', 'Europe/Berlin', '--update'])
+    expect(hookPod.containers[0]!.volumeMounts).toContainEqual({ name: 'sweeps', mountPath: '/etc/forge/sweeps', readOnly: true })
+    expect(find(objects, 'ServiceMonitor', 'forge').spec).toMatchObject({
+      endpoints: [{ port: 'metrics', path: '/metrics', interval: '30s', scrapeTimeout: '10s' }],
+      selector: { matchLabels: { 'app.kubernetes.io/instance': 'forge', 'forge.dev/metrics-service': 'true' } },
+    })
+    expect(find(objects, 'ServiceMonitor', 'forge').metadata.labels).toMatchObject({ release: 'kube-prometheus-stack' })
+  })
+
+  it('examples/temporal-cloud-cluster.yaml: API key for workers and the scaler, a private CA, ON CLUSTER ClickHouse with synchronous distributed inserts', () => {
+    const { objects } = render(join(examplesDir, 'temporal-cloud-cluster.yaml'))
+    const env = envOf(podOf(find(objects, 'Deployment', 'forge-worker')).containers[0]!)
+    expect(env).toMatchObject({
+      FORGE_TEMPORAL_ADDRESS: 'forge.a1b2c.tmprl.cloud:7233',
+      FORGE_TEMPORAL_API_KEY: '<secret forge-temporal-cloud/api-key>',
+      FORGE_CLICKHOUSE_CLUSTER: 'forge',
+      FORGE_CLICKHOUSE_KEEPER_PATH: '/clickhouse/forge/tables',
+      FORGE_CLICKHOUSE_URL: 'https://$(FORGE_CLICKHOUSE_USER):$(FORGE_CLICKHOUSE_PASSWORD)@clickhouse.clickhouse.svc.cluster.local:8443/forge?ch_insert_distributed_sync=1',
+      NODE_EXTRA_CA_CERTS: '/etc/forge/trusted-ca/ca.crt',
+      OPENAI_BASE_URL: 'https://llm-gateway.example.com/v1',
+    })
+    expect(env['FORGE_NATS_URL']).toBe(
+      ['nats-0', 'nats-1', 'nats-2'].map((n) => `tls://$(FORGE_NATS_USER):$(FORGE_NATS_PASSWORD)@${n}.nats.nats.svc.cluster.local:4222`).join(','),
+    )
+    const scaler = find(objects, 'ScaledObject', 'forge-worker').spec as { triggers: { metadata: Record<string, string>; authenticationRef: { name: string } }[] }
+    expect(scaler.triggers[0]!.authenticationRef).toEqual({ name: 'forge-temporal' })
+    expect(scaler.triggers[0]!.metadata['enableTLS']).toBe('true')
+    expect(find(objects, 'TriggerAuthentication', 'forge-temporal').spec).toEqual({ secretTargetRef: [{ parameter: 'apiKey', name: 'forge-temporal-cloud', key: 'api-key' }] })
+  })
+
+  it('examples/hpa-cronjob.yaml: an HPA on the exported backlog, a CronJob sweep on the fleet, mTLS files, a ConfigMap suite, one model endpoint', () => {
+    const { objects } = render(join(examplesDir, 'hpa-cronjob.yaml'))
+    expect(objects.some((o) => o.kind === 'ScaledObject')).toBe(false)
+    expect(objects.some((o) => o.metadata.name === 'forge-judge')).toBe(false)
+    const hpa = find(objects, 'HorizontalPodAutoscaler', 'forge-worker').spec as Record<string, unknown>
+    expect(hpa).toMatchObject({
+      minReplicas: 1,
+      maxReplicas: 10,
+      metrics: [{ type: 'External', external: { metric: { name: 'forge_task_queue_backlog', selector: { matchLabels: { task_queue: 'forge-attempts', type: 'activity' } } }, target: { type: 'AverageValue', averageValue: '32' } } }],
+    })
+    const cron = find(objects, 'CronJob', 'forge-sweep-weekly')
+    expect(cron.spec).toMatchObject({ schedule: '30 3 * * 0', timeZone: 'UTC', concurrencyPolicy: 'Forbid' })
+    const cronPod = podOf(cron)
+    expect(cronPod.containers[0]!.args).toEqual(['sweep', '/etc/forge/sweeps/weekly.yaml', '--workers', '0'])
+    expect(cronPod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } })
+    const worker = podOf(find(objects, 'Deployment', 'forge-worker'))
+    expect(worker.runtimeClassName).toBe('gvisor')
+    expect(worker.containers[0]!.args).toEqual(['worker', '--role', 'all', '--concurrency', '16'])
+    expect(envOf(worker.containers[0]!)).toMatchObject({
+      FORGE_TEMPORAL_TLS: '1',
+      FORGE_TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
+      FORGE_TEMPORAL_TLS_CA_FILE: '/etc/forge/temporal-tls/ca.crt',
+      FORGE_TEMPORAL_TLS_CERT_FILE: '/etc/forge/temporal-tls/tls.crt',
+      FORGE_TEMPORAL_TLS_KEY_FILE: '/etc/forge/temporal-tls/tls.key',
+    })
+    expect(worker.containers[0]!.volumeMounts).toEqual(
+      expect.arrayContaining([
+        { name: 'temporal-tls', mountPath: '/etc/forge/temporal-tls', readOnly: true },
+        { name: 'suite-support-regressions', mountPath: '/etc/forge/suites/support-regressions', readOnly: true },
+      ]),
+    )
+    const agents = find(objects, 'NetworkPolicy', 'forge-agents').spec as { egress: { to: unknown[]; ports: { port: number }[] }[] }
+    expect(agents.egress.at(-1)).toEqual({ to: [{ ipBlock: { cidr: '10.96.0.0/12' } }], ports: [{ protocol: 'TCP', port: 8000 }] })
+  })
+
+  it('examples/self-contained.yaml: a fixed-size fleet next to the official charts, no autoscaler', () => {
+    const { objects } = render(join(examplesDir, 'self-contained.yaml'))
+    expect(objects.filter((o) => ['ScaledObject', 'HorizontalPodAutoscaler'].includes(o.kind))).toEqual([])
+    expect(find(objects, 'Deployment', 'forge-worker').spec!['replicas']).toBe(1)
+    expect(envOf(podOf(find(objects, 'Deployment', 'forge-worker')).containers[0]!)).toMatchObject({ FORGE_TEMPORAL_ADDRESS: 'temporal-frontend:7233', FORGE_NATS_URL: 'nats://nats:4222' })
+  })
+
+  it('rejects bad values with the key named, and the validator catches a misspelled container field', () => {
+    const typo = run(helm.path!, ['lint', '--strict', chart, '--set', 'worker.concurency=5'])
+    expect(typo.status).not.toBe(0)
+    expect(typo.stdout + typo.stderr).toContain("additional properties 'concurency' not allowed")
+    const inlineKey = join(work, 'inline-key.yaml')
+    writeFileSync(inlineKey, 'models:\n  secretEnv:\n    - name: OPENAI_API_KEY\n      value: sk-live-123\n')
+    const inline = run(helm.path!, ['lint', '--strict', chart, '-f', inlineKey])
+    expect(inline.status).not.toBe(0)
+    expect(inline.stdout + inline.stderr).toMatch(/secretEnv\/0.*(missing propert|additional properties 'value')/s)
+    const unknownSweep = render(undefined, ['--set', 'sweeps.schedules[0].name=nightly', '--set', 'sweeps.schedules[0].cron=0 2 * * *', '--set', 'sweeps.schedules[0].sweep=nope'])
+    expect(unknownSweep.status).not.toBe(0)
+    expect(unknownSweep.stderr).toContain('sweeps.schedules nightly: sweep "nope" is not in sweeps.files')
+
+    const misspelled = join(work, 'misspelled.yaml')
+    writeFileSync(misspelled, 'worker:\n  extraEnv:\n    - name: FORGE_X\n      valu: "1"\n')
+    const { file, status } = render(misspelled)
+    expect(status).toBe(0)
+    const k8s = run(validator.path!, ['--strict', file])
+    expect(k8s.status).not.toBe(0)
+    expect(k8s.stdout + k8s.stderr).toContain("'valu' was unexpected")
+  })
+
+  it('starts every container with a command and flags the forge CLI accepts', async () => {
+    const accepted = new Map<string, Set<string>>()
+    const flagsOf = async (command: string): Promise<Set<string>> => {
+      if (!accepted.has(command)) {
+        const base = join(root, 'dist', 'cli', 'commands', ...command.split(' '))
+        const mod = (await import(existsSync(`${base}.js`) ? `${base}.js` : join(base, 'index.js'))) as { default: { flags?: Record<string, unknown> } }
+        accepted.set(command, new Set(Object.keys(mod.default.flags ?? {}).map((f) => `--${f}`)))
+      }
+      return accepted.get(command)!
+    }
+    let checked = 0
+    for (const [, valuesFile] of valuesFiles) {
+      for (const o of render(valuesFile).objects) {
+        if (!['Deployment', 'Job', 'CronJob'].includes(o.kind)) continue
+        for (const c of podOf(o).containers) {
+          const [role, ...rest] = c.args!
+          // deploy/entrypoint.sh: worker and judge are `forge worker`, ingester `forge ingester`, the rest pass through
+          const words = role === 'judge' ? ['worker'] : role === 'worker' || role === 'ingester' ? [role] : [role!, ...(rest[0] && !rest[0].startsWith('-') && !rest[0].startsWith('/') ? [rest.shift()!] : [])]
+          const flags = await flagsOf(words.join(' '))
+          for (const arg of rest.filter((a) => a.startsWith('--'))) expect(flags, `${o.kind}/${o.metadata.name}: forge ${words.join(' ')} ${arg}`).toContain(arg)
+          checked++
+        }
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(15)
+  })
+})
