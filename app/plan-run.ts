@@ -20,6 +20,9 @@ import { validateAdapterConfig } from '../engine/adapters/index.js'
 import { buildInvocationPayload } from '../engine/attempt-runner.js'
 import { loadPriceTable } from '../engine/llm/price-table.js'
 import { loadSuite } from '../engine/suite-loader.js'
+import { sandboxRequested } from '../engine/sandbox/config.js'
+import { SandboxUnavailableError } from '../engine/sandbox/errors.js'
+import { sandboxSupport } from '../engine/sandbox/host.js'
 import { observedUsage } from '../store/repositories.js'
 import { parseRunConfig, type RunConfig, type RunConfigInput } from './run-config.js'
 import { resolveRunModels, type RunModels } from './local-model.js'
@@ -44,6 +47,7 @@ export async function planRun(config: ForgeConfig, input: RunConfigInput): Promi
   const run: RunConfig = { ...parsed, adapter_config: models.adapterConfig, ...(models.judge !== undefined ? { judge: models.judge as RunConfig['judge'] } : {}) }
   const adapterCheck = validateAdapterConfig(run.adapter, run.adapter_config)
   if (!adapterCheck.ok) throw new ConfigError(adapterCheck.message)
+  await requireSandboxFor(run.adapter, run.adapter_config)
   const suite = await loadSuite(run.suite)
   const tasks = selectTasks(suite.tasks, run.task_ids, suite.path)
   // absolute, so any worker finds it; a bad table is a PriceTableError (exit code 2) naming the file
@@ -90,6 +94,13 @@ function attemptTimeoutMs(tasks: Task[], judge: JudgeSettings | undefined): numb
   // a task's judge graders are asked inside its attempt: up to two calls each
   const judgeGraderMs = judgeGraders === 0 ? 0 : 2 * (judge?.timeout_ms ?? 120_000) * judgeGraders
   return Math.max(...tasks.map((t) => t.budget.max_duration_ms)) + judgeGraderMs + 60_000
+}
+
+/** Refuses a run whose agents are to be sandboxed on a machine that cannot make a sandbox (exit 2, saying why and about --no-sandbox). */
+async function requireSandboxFor(adapter: string, adapterConfig: Record<string, unknown>): Promise<void> {
+  if (!sandboxRequested(adapter, adapterConfig)) return
+  const sandbox = await sandboxSupport()
+  if (!sandbox.ok) throw new ConfigError(new SandboxUnavailableError(sandbox.reason).message)
 }
 
 function selectTasks(all: Task[], wanted: string[], suitePath: string): Task[] {

@@ -3,7 +3,7 @@
  * start RunWorkflow, follow progress over NATS, wait until ClickHouse holds every published attempt,
  * and answer with the run's statistics computed from ClickHouse.
  */
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client'
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { ForgeConfig } from '../config/index.js'
@@ -12,9 +12,11 @@ import { ForgeError } from '../core/errors.js'
 import { connectBus, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import { stackUp } from '../stack/local-stack.js'
+import { isolationOf } from '../engine/sandbox/config.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { planRun } from './plan-run.js'
 import type { RunConfigInput } from './run-config.js'
+import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { startWorkerPool } from './worker-pool.js'
@@ -38,6 +40,8 @@ export interface RunReport extends RunStats {
   seed: string
   suite: string
   adapter: string
+  /** how agent code was isolated (engine/sandbox/config.ts isolationOf); '' when the adapter runs none */
+  isolation: string
   expected_attempts: number
   not_executed: number
   wall_ms: number
@@ -55,6 +59,8 @@ export interface RunReport extends RunStats {
 export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal, observe?: RunObserver): Promise<RunReport> {
   const { run, suite, tasks, plan, localModel } = await planRun(config, input)
   const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
+  // a run id the user chose must be new (generated ones are)
+  if (run.run_id !== undefined) await withReader(config, (reader) => refuseReusedRunId(reader, plan.run_id))
   const modelServer = await startRunModelServer(config, localModel, (message) => onEvent({ kind: 'stack', message }))
   const concurrency = localModelConcurrency(run.concurrency, run.workers, modelServer.parallel, plan.adapter_config['model'])
   if (concurrency < run.concurrency) onEvent({ kind: 'stack', message: `${concurrency} attempt(s) at once per worker: the model server generates ${modelServer.parallel} at once (FORGE_MODEL_PARALLEL)` })
@@ -95,6 +101,7 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
         seed: plan.seed,
         suite: suite.name,
         adapter: plan.adapter,
+        isolation: isolationOf(plan.adapter, plan.adapter_config),
         expected_attempts: scheduled,
         not_executed: result.tally.not_executed,
         wall_ms: wallMs,
@@ -114,7 +121,11 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
 
 /** Starts RunWorkflow and waits for its result; aborting `signal` cancels it. */
 async function runWorkflow(client: Client, taskQueue: string, plan: RunPlan, signal: AbortSignal | undefined, onStarted: () => void): Promise<RunWorkflowResult> {
-  const handle = await client.workflow.start<typeof RunWorkflow>('RunWorkflow', { taskQueue, workflowId: `forge-run-${plan.run_id}`, args: [{ plan }] })
+  const handle = await client.workflow
+    .start<typeof RunWorkflow>('RunWorkflow', { taskQueue, workflowId: `forge-run-${plan.run_id}`, args: [{ plan }], workflowIdReusePolicy: 'REJECT_DUPLICATE' })
+    .catch((error: unknown) => {
+      throw error instanceof WorkflowExecutionAlreadyStartedError ? runIdTakenByTemporal(plan.run_id, error) : error
+    })
   onStarted()
   const cancel = () => void handle.cancel().catch(() => undefined)
   if (signal?.aborted) cancel()
@@ -197,4 +208,13 @@ async function waitForStorage(
     stored = await count()
   }
   if (stored < published) onEvent({ kind: 'ingesting', stored, expected: published })
+}
+
+async function withReader<T>(config: ForgeConfig, use: (reader: Awaited<ReturnType<typeof openReader>>) => Promise<T>): Promise<T> {
+  const reader = await openReader(config)
+  try {
+    return await use(reader)
+  } finally {
+    await reader.close()
+  }
 }

@@ -1,4 +1,5 @@
 /** The worker processes of one `forge run --workers N`: children that exit with their parent. */
+import { busAccessEnv } from '../store/bus-auth.js'
 import { fork, type ChildProcess } from 'node:child_process'
 import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
@@ -46,6 +47,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
             workerConcurrency: opts.concurrency,
             exitWithParent: true,
           }),
+          // its NATS credentials and the results key it signs with (store/bus-auth.ts)
+          ...busAccessEnv(opts.natsUrl, 'worker'),
         },
       })
     } finally {

@@ -2,10 +2,11 @@
  * `npm run bench`: end-to-end orchestration throughput and memory on the embedded stack
  * (a mock agent never waits, so this measures Forge's own cost), plus raw ingest into chDB.
  *   FORGE_BENCH_ATTEMPTS (default 1000), FORGE_BENCH_WORKERS (default 1)
- *   FORGE_BENCH_ONLY=e2e|ingest|stats|report|ui|model|faults runs one part; the stats part times forge stats / compare over 1,000,000 attempts,
+ *   FORGE_BENCH_ONLY=e2e|ingest|stats|report|ui|model|faults|sandbox runs one part; the stats part times forge stats / compare over 1,000,000 attempts,
  *   report and ui (bench/report-bench.ts) the report of 10,000 attempts and forge ui pages over 100,000;
  *   the model part measures the local model server on its own (bench/model-bench.ts), apart from the harness's figures;
- *   the faults part the fault wrapper's cost per tool call with and without a profile (bench/fault-bench.ts)
+ *   the faults part the fault wrapper's cost per tool call with and without a profile (bench/fault-bench.ts);
+ *   the sandbox part the agent sandbox's cost per attempt, on and off (bench/sandbox-bench.ts)
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -23,6 +24,7 @@ import { directReader } from '../store/clickhouse.js'
 import { reportAtScale, uiAtScale } from './report-bench.js'
 import { modelServerBench } from './model-bench.js'
 import { faultWrapperBench } from './fault-bench.js'
+import { sandboxOverhead } from './sandbox-bench.js'
 
 function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   try {
@@ -177,3 +179,4 @@ if (!only || only === 'report') await reportAtScale(10_000)
 if (!only || only === 'ui') await uiAtScale(100_000)
 if (!only || only === 'model') await modelServerBench()
 if (!only || only === 'faults') await faultWrapperBench()
+if (!only || only === 'sandbox') await sandboxOverhead(20)

@@ -5,7 +5,8 @@
  * but empty or blank counts as unset. A bad value is a ConfigError naming the variable and the value.
  *
  * Variables Forge only *writes* for others are not settings: FORGE_TOOL_URL / FORGE_TOOL_TOKEN (an
- * agent's tool endpoint) and FORGE_PYDANTIC_AI (the pydantic-ai bridge's input).
+ * agent's tool endpoint), FORGE_PYDANTIC_AI (the pydantic-ai bridge's input), FORGE_AGENT_SEED and
+ * FORGE_SANDBOX_FORWARDS (the sandboxed module host's).
  */
 import { z } from 'zod'
 import { ConfigError } from '../core/errors.js'
@@ -47,7 +48,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** Every setting, by the name the code uses. */
 /** The parts of `npm run bench` (bench/run-bench.ts), each runnable alone with FORGE_BENCH_ONLY. */
-export const BENCH_PARTS = ['e2e', 'ingest', 'stats', 'report', 'ui', 'model', 'faults'] as const
+export const BENCH_PARTS = ['e2e', 'ingest', 'stats', 'report', 'ui', 'model', 'faults', 'sandbox'] as const
 export type BenchPart = (typeof BENCH_PARTS)[number]
 
 export const SETTINGS = {
@@ -80,6 +81,19 @@ export const SETTINGS = {
     fallback: undefined,
     defaultText: '(unset: local nats-server)',
     schema: z.string().regex(/^(nats|tls|wss?):\/\/|^[\w.-]+:\d+$/, 'must look like nats://host:port') as z.ZodType<string | undefined, string>,
+  }),
+  natsUser: define({ variable: 'FORGE_NATS_USER', description: 'NATS user of this process (fleet); unset: the embedded stack\'s generated one for its role', fallback: undefined, defaultText: '(unset)', schema: optionalText }),
+  natsPassword: define({ variable: 'FORGE_NATS_PASSWORD', description: 'Password of FORGE_NATS_USER', fallback: undefined, defaultText: '(unset)', schema: optionalText, secret: true }),
+  natsTlsCa: define({ variable: 'FORGE_NATS_TLS_CA', description: 'CA certificate file that verifies the NATS server (fleet TLS)', fallback: undefined, defaultText: '(unset)', schema: optionalText }),
+  natsTlsCert: define({ variable: 'FORGE_NATS_TLS_CERT', description: 'Client certificate file for NATS (fleet mutual TLS)', fallback: undefined, defaultText: '(unset)', schema: optionalText }),
+  natsTlsKey: define({ variable: 'FORGE_NATS_TLS_KEY', description: 'Client key file for NATS (fleet mutual TLS)', fallback: undefined, defaultText: '(unset)', schema: optionalText }),
+  resultsKey: define({
+    variable: 'FORGE_RESULTS_KEY',
+    description: 'Hex key that signs and checks result messages (fleet: the same on workers, ingester and CLI); unset: the embedded stack\'s generated one',
+    fallback: undefined,
+    defaultText: '(unset: FORGE_HOME/secrets/bus.json)',
+    schema: z.string().regex(/^[0-9a-fA-F]{32,}$/, 'must be at least 32 hex digits') as z.ZodType<string | undefined, string>,
+    secret: true,
   }),
   clickhouseUrl: define({
     variable: 'FORGE_CLICKHOUSE_URL',
@@ -173,6 +187,8 @@ export const SETTINGS = {
     schema: optionalText,
   }),
   chromium: define({ variable: 'FORGE_CHROMIUM', description: 'The Chromium executable of the report bench and the browser tests', fallback: '/usr/bin/chromium', defaultText: '/usr/bin/chromium', schema: text }),
+  unshareBin: define({ variable: 'FORGE_UNSHARE_BIN', description: 'The unshare binary the agent sandbox starts agents with', fallback: undefined, defaultText: '(unset: PATH)', schema: optionalText }),
+  setprivBin: define({ variable: 'FORGE_SETPRIV_BIN', description: 'The setpriv binary the agent sandbox drops privileges with', fallback: undefined, defaultText: '(unset: PATH)', schema: optionalText }),
   workerRole: define<'all' | 'attempts' | 'judge'>({ variable: 'FORGE_WORKER_ROLE', description: 'forge worker: all (attempt and judge queues), attempts or judge', fallback: 'all', defaultText: 'all', schema: z.enum(['all', 'attempts', 'judge'], 'must be all, attempts or judge') as z.ZodType<'all' | 'attempts' | 'judge', string> }),
   healthPort: define({ variable: 'FORGE_HEALTH_PORT', description: 'Serve /healthz, /readyz and /metrics on this port (workers and the ingester)', fallback: undefined, defaultText: '(unset: no endpoint)', schema: wholeNumber(0, 65535) as z.ZodType<number | undefined, string> }),
   healthHost: define({ variable: 'FORGE_HEALTH_HOST', description: 'The address the health endpoint listens on', fallback: '0.0.0.0', defaultText: '0.0.0.0', schema: text }),

@@ -4,13 +4,13 @@
  * reported at once in one SuiteLoadError; nothing is returned half-loaded.
  */
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync, statSync } from 'node:fs'
-import { readFile, readdir, stat } from 'node:fs/promises'
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs'
+import { readFile, readdir, readlink, realpath, stat } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import YAML from 'yaml'
-import { AgentTrace, ToolSpec } from '../core/contracts/index.js'
+import { AgentTrace, ToolSpec, type SuiteManifest } from '../core/contracts/index.js'
 import type { InvariantFn, LoadedSuite, ToolDefinition } from '../core/plugins.js'
 import {
   goldenFileName,
@@ -123,8 +123,16 @@ export async function loadSuite(ref: string, cwd: string = process.cwd()): Promi
   const { manifest } = manifestResult
 
   const problems: SuiteProblem[] = []
-  const allFiles = await listFiles(suitePath)
-  const contentHash = await hashFiles(suitePath, allFiles)
+  // every path the suite names, and every file in it, stays inside it after symlinks
+  const contained = await suiteFiles(suitePath)
+  const escaping = manifestPathProblems(suitePath, manifest)
+  problems.push(...contained.problems, ...escaping)
+  // a module outside the suite is never imported (importing runs it)
+  const outside = new Set(escaping.map((p) => p.path))
+  const escapingFiles = new Set(contained.problems.map((p) => p.file))
+  // the hash covers every file an attempt can be given (workspace copies include dotfiles), not only those validated
+  const contentHash = await hashFiles(suitePath, contained.files)
+  const allFiles = contained.files.filter((file) => !file.split('/').some((part) => part.startsWith('.')))
 
   const under = (dir: string): string[] => {
     const prefix = `${normalizeRelative(dir)}/`
@@ -152,8 +160,10 @@ export async function loadSuite(ref: string, cwd: string = process.cwd()): Promi
   }
 
   const version = contentHash.slice(0, 16)
-  const tools = await importTools(suitePath, manifest.tools, version, problems)
-  const invariants = await importInvariants(suitePath, manifest.invariants, version, problems)
+  const importable = (field: 'tools' | 'invariants', file: string | undefined): string | undefined =>
+    file === undefined || outside.has(field) || escapingFiles.has(normalizeRelative(file)) ? undefined : file
+  const tools = await importTools(suitePath, importable('tools', manifest.tools), version, problems)
+  const invariants = await importInvariants(suitePath, importable('invariants', manifest.invariants), version, problems)
 
   const goldensDir = normalizeRelative(manifest.goldens)
   const fixturesDir = normalizeRelative(manifest.fixtures)
@@ -187,7 +197,15 @@ export async function loadSuite(ref: string, cwd: string = process.cwd()): Promi
   }
   if (problems.length > 0) throw new SuiteLoadError(suitePath, problems)
 
+  loadedSuites.add(realpathSync(suitePath))
   return { name: manifest.name, path: suitePath, manifest, tasks: validation.tasks, tools, invariants, goldens, fixtures, contentHash }
+}
+
+const loadedSuites = new Set<string>()
+
+/** Every suite directory this process has loaded (real paths): agent sandboxes hide them all. */
+export function loadedSuitePaths(): string[] {
+  return [...loadedSuites]
 }
 
 const cache = new Map<string, Promise<LoadedSuite>>()
@@ -346,21 +364,76 @@ async function importInvariants(
   return invariants
 }
 
-/** Every file under `root` (hidden entries and node_modules skipped), relative with `/`, sorted. */
-async function listFiles(root: string): Promise<string[]> {
-  const out: string[] = []
+/** Names never part of a suite's content: VCS metadata and installed packages (workspace copies skip them too). */
+const NOT_SUITE_CONTENT = new Set(['.git', '.hg', '.svn', '.DS_Store', 'node_modules'])
+
+/**
+ * Every file of the suite, relative with `/`, sorted — symlinks followed when they stay inside the
+ * suite, each one that leads outside it a problem naming the link and its target.
+ */
+async function suiteFiles(root: string): Promise<{ files: string[]; problems: SuiteProblem[] }> {
+  const realRoot = await realpath(root)
+  const files: string[] = []
+  const problems: SuiteProblem[] = []
+  const visited = new Set<string>([realRoot])
   const walk = async (dir: string, prefix: string): Promise<void> => {
     const entries = await readdir(dir, { withFileTypes: true })
     for (const entry of entries) {
-      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue
+      if (NOT_SUITE_CONTENT.has(entry.name)) continue
       const relative = prefix === '' ? entry.name : `${prefix}/${entry.name}`
       const absolute = path.join(dir, entry.name)
-      if (entry.isDirectory()) await walk(absolute, relative)
-      else if (entry.isFile() || (entry.isSymbolicLink() && (await stat(absolute)).isFile())) out.push(relative)
+      if (entry.isSymbolicLink()) {
+        const target = await realpath(absolute).catch(() => undefined)
+        if (target === undefined) {
+          problems.push({ file: relative, path: '', message: `a symlink to ${await readlink(absolute)}, which does not exist` })
+          continue
+        }
+        if (target !== realRoot && !target.startsWith(`${realRoot}${path.sep}`)) {
+          problems.push({ file: relative, path: '', message: `a symlink to ${target}, outside the suite directory ${realRoot}: every file a suite uses must lie inside it` })
+          continue
+        }
+        const info = await stat(target)
+        if (info.isFile()) files.push(relative)
+        else if (info.isDirectory() && !visited.has(target)) {
+          visited.add(target)
+          await walk(absolute, relative)
+        }
+      } else if (entry.isDirectory()) await walk(absolute, relative)
+      else if (entry.isFile()) files.push(relative)
     }
   }
   await walk(root, '')
-  return out.sort()
+  return { files: files.sort(), problems }
+}
+
+/** Each directory or module suite.yaml names must resolve inside the suite, also after symlinks. */
+function manifestPathProblems(suitePath: string, manifest: SuiteManifest): SuiteProblem[] {
+  const realRoot = realpathSync(suitePath)
+  const inside = (p: string): boolean => p === realRoot || p.startsWith(`${realRoot}${path.sep}`)
+  const problems: SuiteProblem[] = []
+  const fields: Array<[string, string | undefined]> = [
+    ['tasks', manifest.tasks],
+    ['tools', manifest.tools],
+    ['invariants', manifest.invariants],
+    ['goldens', manifest.goldens],
+    ['fixtures', manifest.fixtures],
+  ]
+  for (const [field, value] of fields) {
+    if (value === undefined) continue
+    const resolved = path.resolve(realRoot, value)
+    if (!inside(resolved)) {
+      problems.push({ file: MANIFEST_FILE, path: field, message: `"${value}" resolves to ${resolved}, outside the suite directory ${realRoot}` })
+      continue
+    }
+    let real: string
+    try {
+      real = realpathSync(resolved)
+    } catch {
+      continue // a missing path is reported where it is used
+    }
+    if (!inside(real)) problems.push({ file: MANIFEST_FILE, path: field, message: `"${value}" leads through a symlink to ${real}, outside the suite directory ${realRoot}` })
+  }
+  return problems
 }
 
 async function hashFiles(root: string, files: readonly string[]): Promise<string> {

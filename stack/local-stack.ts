@@ -5,7 +5,7 @@
  */
 import { readSetting } from '../config/index.js'
 import { spawn } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, Socket } from 'node:net'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -13,6 +13,7 @@ import { findBinary } from './binaries.js'
 import { settingsEnv, type ForgeConfig } from '../config/index.js'
 import { StackStartError } from './errors.js'
 import { distEntry } from './paths.js'
+import { busAccessEnv, ensureBusSecrets, natsAuthorization, registerLocalBus } from '../store/bus-auth.js'
 
 export interface ProcessEntry {
   pid: number
@@ -120,6 +121,8 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
   mkdirSync(join(config.home, 'logs'), { recursive: true })
   return withLock(config.home, async () => {
     const state = readStackState(config.home)
+    // the results key every local worker and the ingester sign and check with (store/bus-auth.ts)
+    ensureBusSecrets(config.home)
 
     let temporalAddress = config.temporal.address
     if (!temporalAddress) {
@@ -139,6 +142,7 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
         writeStackState(config.home, state)
       }
       natsUrl = state.nats.url
+      registerLocalBus(natsUrl, config.home)
     }
 
     if (!isAlive(state.ingester)) {
@@ -156,6 +160,7 @@ export function currentEndpoints(config: ForgeConfig): { temporalAddress?: strin
   const state = readStackState(config.home)
   const temporalAddress = config.temporal.address ?? (isAlive(state.temporal) ? state.temporal.address : undefined)
   const natsUrl = config.natsUrl ?? (isAlive(state.nats) ? state.nats.url : undefined)
+  if (config.natsUrl === undefined && natsUrl !== undefined) registerLocalBus(natsUrl, config.home)
   return {
     ...(temporalAddress ? { temporalAddress } : {}),
     ...(natsUrl ? { natsUrl } : {}),
@@ -226,15 +231,20 @@ async function startNats(config: ForgeConfig): Promise<ProcessEntry & { url: str
   const storeDir = join(config.home, 'nats')
   mkdirSync(storeDir, { recursive: true })
   const conf = join(config.home, 'nats.conf')
+  // only Forge's own components connect: a generated user per role, with per-role permissions (store/bus-auth.ts)
+  const secrets = ensureBusSecrets(config.home)
   writeFileSync(
     conf,
     [
       `listen: 127.0.0.1:${port}`,
       'max_payload: 8MB',
       `jetstream { store_dir: ${JSON.stringify(storeDir)} }`,
+      natsAuthorization(secrets),
       '',
     ].join('\n'),
+    { mode: 0o600 },
   )
+  chmodSync(conf, 0o600)
   const log = join(config.home, 'logs', 'nats.log')
   const pid = spawnDetached(bin, ['-c', conf], log)
   await waitForPort(port!, 20_000, pid, log, 'nats-server')
@@ -245,7 +255,7 @@ async function startIngester(config: ForgeConfig, natsUrl: string): Promise<Proc
   const entry = distEntry('workers/ingester-main.js')
   if (!existsSync(entry)) throw new StackStartError(`the ingester is not built (${entry} is missing): run npm run build`)
   const log = join(config.home, 'logs', 'ingester.log')
-  const env: NodeJS.ProcessEnv = { ...process.env, ...settingsEnv({ natsUrl, storePath: config.storePath, clickhouseUrl: config.clickhouseUrl }) }
+  const env: NodeJS.ProcessEnv = { ...process.env, ...settingsEnv({ natsUrl, storePath: config.storePath, clickhouseUrl: config.clickhouseUrl }), ...busAccessEnv(natsUrl, 'ingester') }
   const pid = spawnDetached(process.execPath, [entry], log, env)
   const { waitForIngester } = await import('./ingester-probe.js')
   await waitForIngester(natsUrl, 30_000, () => isAlive({ pid, marker: 'ingester-main', log }), log)

@@ -4,10 +4,11 @@
  * queries use core NATS.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node'
-import { nanos } from '@nats-io/nats-core'
+import { headers as natsHeaders, nanos } from '@nats-io/nats-core'
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream'
 import type { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
 import { BusError } from './errors.js'
+import { busAccess, SIGNATURE_HEADER, signMessage, taggedMsgId, type BusRole } from './bus-auth.js'
 
 export const RESULTS_STREAM = 'FORGE_RESULTS'
 export const INGESTER_CONSUMER = 'forge-ingester'
@@ -28,13 +29,52 @@ export const subjects = {
 
 export type { NatsConnection }
 
-export async function connectBus(url: string, name: string): Promise<NatsConnection> {
+/** The results key of this process's bus connection (store/bus-auth.ts): publishers sign with it. */
+let processResultsKey: string | undefined
+
+/** The results key this process signs and checks result messages with; undefined when it has none. */
+export function resultsKey(): string | undefined {
+  return processResultsKey
+}
+
+/**
+ * Connects to NATS as `role` (store/bus-auth.ts): with the role's credentials, TLS files and the
+ * results key this process then signs result messages with.
+ */
+export async function connectBus(url: string, name: string, role: BusRole = 'cli'): Promise<NatsConnection> {
+  const access = busAccess(url, role)
+  if (access.resultsKey !== undefined) processResultsKey = access.resultsKey
   try {
     // a cluster is several comma-separated URLs: any one that answers is enough to start
-    return await connect({ servers: url.split(',').map((s) => s.trim()), name, maxReconnectAttempts: -1, reconnectTimeWait: 500 })
+    return await connect({
+      servers: url.split(',').map((s) => s.trim()),
+      name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      ...(access.user !== undefined ? { user: access.user, pass: access.password ?? '' } : {}),
+      ...(access.tls !== undefined ? { tls: access.tls } : {}),
+    })
   } catch (error) {
-    throw new BusError(`cannot connect to NATS at ${url}: ${(error as Error).message}`, { cause: error })
+    const message = (error as Error).message
+    const hint = /authori[sz]ation|permission/i.test(message)
+      ? ` (role ${role}${access.user !== undefined ? `, user ${access.user}` : ', no credentials'}: the embedded stack's are in FORGE_HOME/secrets/bus.json, a fleet's come from FORGE_NATS_USER / FORGE_NATS_PASSWORD)`
+      : ''
+    throw new BusError(`cannot connect to NATS at ${url}: ${message}${hint}`, { cause: error })
   }
+}
+
+/**
+ * Publishes one message of the results stream: signed with the run's key and under a tagged msg id
+ * when this process holds the results key (store/bus-auth.ts), as it is otherwise.
+ */
+export async function publishResult(js: JetStreamClient, subject: string, value: unknown, msgID: string, runId: string): Promise<{ duplicate: boolean }> {
+  const body = encodeJson(value)
+  const key = processResultsKey
+  if (key === undefined) return { duplicate: (await js.publish(subject, body, { msgID, timeout: 10_000 })).duplicate }
+  const headers = natsHeaders()
+  headers.set(SIGNATURE_HEADER, signMessage(key, runId, subject, body))
+  const ack = await js.publish(subject, body, { msgID: taggedMsgId(key, runId, msgID), headers, timeout: 10_000 })
+  return { duplicate: ack.duplicate }
 }
 
 /** Creates (or updates) the results stream and the ingester's durable pull consumer. Idempotent. */
@@ -79,8 +119,7 @@ export function encodeJson(value: unknown): Uint8Array {
 /** Publishes one attempt's result; JetStream drops a second publish with the same attempt_uid. */
 export async function publishAttemptResult(js: JetStreamClient, result: AttemptResult): Promise<{ duplicate: boolean }> {
   try {
-    const ack = await js.publish(subjects.attempt, encodeJson(result), { msgID: result.attempt_uid, timeout: 10_000 })
-    return { duplicate: ack.duplicate }
+    return await publishResult(js, subjects.attempt, result, result.attempt_uid, result.run_id)
   } catch (error) {
     throw new BusError(`publishing attempt ${result.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
   }
@@ -88,7 +127,7 @@ export async function publishAttemptResult(js: JetStreamClient, result: AttemptR
 
 export async function publishRunRecord(js: JetStreamClient, run: RunRecord): Promise<void> {
   try {
-    await js.publish(subjects.run, encodeJson(run), { msgID: `${run.run_id}@${run.status}`, timeout: 10_000 })
+    await publishResult(js, subjects.run, run, `${run.run_id}@${run.status}`, run.run_id)
   } catch (error) {
     throw new BusError(`publishing run ${run.run_id} failed: ${(error as Error).message}`, { cause: error })
   }
@@ -97,7 +136,7 @@ export async function publishRunRecord(js: JetStreamClient, run: RunRecord): Pro
 /** Publishes a baseline for the ingester to store (the embedded store's single writer). */
 export async function publishBaseline(js: JetStreamClient, baseline: BaselineRecord): Promise<void> {
   try {
-    await js.publish(subjects.baseline, encodeJson(baseline), { msgID: `baseline/${baseline.name}/${baseline.version}`, timeout: 10_000 })
+    await publishResult(js, subjects.baseline, baseline, `baseline/${baseline.name}/${baseline.version}`, baseline.run_id)
   } catch (error) {
     throw new BusError(`publishing baseline ${baseline.name} v${baseline.version} failed: ${(error as Error).message}`, { cause: error })
   }
@@ -123,8 +162,11 @@ export { jetstream }
 export interface StoreQueryRequest {
   sql: string
   params?: Record<string, unknown>
+  /** the read's time limit (the ingester caps it) */
+  timeout_s?: number
 }
-export type StoreQueryReply = { ok: true; rows: unknown[] } | { ok: false; error: string }
+/** `refused`: the read was refused before it ran (QueryRefusedError), not failed */
+export type StoreQueryReply = { ok: true; rows: unknown[] } | { ok: false; error: string; refused?: boolean }
 
 /** An attempt_uid as one subject token: base64url (no `.`, `*` or `>`), stable and reversible. */
 export function traceKey(attemptUid: string): string {
@@ -137,7 +179,7 @@ export function traceKey(attemptUid: string): string {
  */
 export async function publishStoredTrace(js: JetStreamClient, stored: StoredTrace): Promise<void> {
   try {
-    await js.publish(subjects.trace(stored.attempt_uid), encodeJson(stored), { msgID: `trace/${stored.attempt_uid}`, timeout: 10_000 })
+    await publishResult(js, subjects.trace(stored.attempt_uid), stored, `trace/${stored.attempt_uid}`, stored.run_id)
   } catch (error) {
     throw new BusError(`publishing the trace of attempt ${stored.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
   }
@@ -168,7 +210,7 @@ export async function readStoredTrace(nc: NatsConnection, attemptUid: string): P
 /** Publishes what the judge worker found for one attempt (judge metrics, the revised judgement). */
 export async function publishJudgeOutcome(js: JetStreamClient, outcome: JudgeOutcome): Promise<void> {
   try {
-    await js.publish(subjects.judge, encodeJson(outcome), { msgID: `judge/${outcome.attempt_uid}/${outcome.grading_version}`, timeout: 10_000 })
+    await publishResult(js, subjects.judge, outcome, `judge/${outcome.attempt_uid}/${outcome.grading_version}`, outcome.run_id)
   } catch (error) {
     throw new BusError(`publishing the judge outcome of attempt ${outcome.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
   }
@@ -177,7 +219,7 @@ export async function publishJudgeOutcome(js: JetStreamClient, outcome: JudgeOut
 /** Publishes one re-graded attempt (a new grading version) for the ingester to store. */
 export async function publishRegrade(js: JetStreamClient, regrade: AttemptRegrade): Promise<void> {
   try {
-    await js.publish(subjects.regrade, encodeJson(regrade), { msgID: `regrade/${regrade.attempt_uid}/${regrade.grading_version}`, timeout: 10_000 })
+    await publishResult(js, subjects.regrade, regrade, `regrade/${regrade.attempt_uid}/${regrade.grading_version}`, regrade.run_id)
   } catch (error) {
     throw new BusError(`publishing the regrade of attempt ${regrade.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
   }
@@ -186,7 +228,7 @@ export async function publishRegrade(js: JetStreamClient, regrade: AttemptRegrad
 /** Publishes a review resolution (appended; never replaces the original grade). */
 export async function publishReviewResolution(js: JetStreamClient, resolution: ReviewResolution): Promise<void> {
   try {
-    await js.publish(subjects.review, encodeJson(resolution), { msgID: `review/${resolution.resolution_id}`, timeout: 10_000 })
+    await publishResult(js, subjects.review, resolution, `review/${resolution.resolution_id}`, resolution.run_id)
   } catch (error) {
     throw new BusError(`publishing review resolution ${resolution.resolution_id} failed: ${(error as Error).message}`, { cause: error })
   }

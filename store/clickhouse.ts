@@ -5,7 +5,8 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import { mkdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { StoreError, StoreLockedError } from './errors.js'
+import { QueryRefusedError, StoreError, StoreLockedError } from './errors.js'
+import { readOnlyQuery } from './read-only-query.js'
 
 export type { ClickHouseClient }
 type ClickHouseConnection = NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>
@@ -14,9 +15,19 @@ export type StoreLocation = { kind: 'embedded'; path: string } | { kind: 'server
 
 /** A read-only view of the store: direct, or through the process that owns the embedded store. */
 export interface StoreReader {
-  query<T = Record<string, unknown>>(sql: string, params?: Record<string, unknown>): Promise<T[]>
+  /** one read (store/read-only-query.ts): refused with QueryRefusedError unless it is one, stopped after `timeoutSeconds` */
+  query<T = Record<string, unknown>>(sql: string, params?: Record<string, unknown>, opts?: ReadOptions): Promise<T[]>
   close(): Promise<void>
 }
+
+export interface ReadOptions {
+  /** ClickHouse's max_execution_time for this read (default QUERY_TIME_LIMIT_S, at most MAX_QUERY_TIME_LIMIT_S) */
+  timeoutSeconds?: number
+}
+
+/** How long a read may run unless asked otherwise, and the most it may ask for. */
+export const QUERY_TIME_LIMIT_S = 30
+export const MAX_QUERY_TIME_LIMIT_S = 600
 
 export async function openClickHouse(location: StoreLocation): Promise<ClickHouseClient> {
   if (location.kind === 'server') {
@@ -65,28 +76,25 @@ function lockedOr(error: unknown, path: string): Error {
 
 /**
  * Runs a parameterized query and returns its rows. `readOnly` (every read path a user can reach:
- * `forge sql`, the ingester's query service) makes ClickHouse refuse anything that writes.
+ * `forge sql`, the ingester's query service, every reader) runs it under ClickHouse's own readonly
+ * mode with a time limit, after refusing what readonly lets through (store/read-only-query.ts).
  */
 export async function queryRows<T>(
   client: ClickHouseClient,
   sql: string,
   params: Record<string, unknown> = {},
-  opts: { readOnly?: boolean } = {},
+  opts: { readOnly?: boolean } & ReadOptions = {},
 ): Promise<T[]> {
-  // chDB turns clickhouse_settings into SETs on its one session: `readonly` would stick and make the
-  // ingester's next insert fail. Embedded reads are checked statement by statement instead.
-  const embedded = embeddedClients.has(client)
-  if (opts.readOnly && embedded) {
-    const problem = notReadOnly(sql)
-    if (problem) throw new StoreError(`query refused (readonly): ${problem}\n  in: ${firstLine(sql)}`)
+  let query = sql
+  if (opts.readOnly) {
+    const timeoutSeconds = Math.min(opts.timeoutSeconds ?? QUERY_TIME_LIMIT_S, MAX_QUERY_TIME_LIMIT_S)
+    const checked = readOnlyQuery(sql, { timeoutSeconds })
+    if (!checked.ok) throw new QueryRefusedError(`query refused: ${checked.reason}\n  in: ${firstLine(sql)}`)
+    // as SQL, not clickhouse_settings: chDB would turn those into SETs that stick to its one session
+    query = checked.sql
   }
   try {
-    const rs = await client.query({
-      query: sql,
-      query_params: params,
-      format: 'JSONEachRow',
-      ...(opts.readOnly && !embedded ? { clickhouse_settings: { readonly: '2' } } : {}),
-    })
+    const rs = await client.query({ query, query_params: params, format: 'JSONEachRow' })
     return (await rs.json()) as T[]
   } catch (error) {
     throw new StoreError(`query failed: ${(error as Error).message}\n  in: ${firstLine(sql)}`, { cause: error })
@@ -95,27 +103,12 @@ export async function queryRows<T>(
 
 export function directReader(client: ClickHouseClient): StoreReader {
   return {
-    query: (sql, params) => queryRows(client, sql, params, { readOnly: true }),
+    query: (sql, params, opts) => queryRows(client, sql, params, { readOnly: true, ...opts }),
     close: () => client.close(),
   }
 }
 
 const embeddedClients = new WeakSet<ClickHouseClient>()
-
-const READ_STATEMENTS = /^(select|with|show|describe|desc|explain|exists)\b/i
-
-/** Why `sql` is not one read-only statement, or undefined when it is (strings and comments ignored). */
-export function notReadOnly(sql: string): string | undefined {
-  const code = sql
-    .replace(/'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|`[^`]*`/g, "''")
-    .replace(/--[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\//g, ' ')
-    .trim()
-    .replace(/;\s*$/, '')
-  if (code.includes(';')) return 'one statement at a time'
-  if (!READ_STATEMENTS.test(code)) return 'the store is read-only here: SELECT, WITH, SHOW, DESCRIBE, EXPLAIN or EXISTS only'
-  if (/\binto\s+outfile\b/i.test(code)) return 'INTO OUTFILE writes a file'
-  return undefined
-}
 
 function firstLine(sql: string): string {
   const line = sql.trim().split('\n')[0] ?? ''

@@ -83,6 +83,8 @@ export interface RunRow {
   judge_prompt_version: string
   stop_width: number
   stopped_tasks: string[]
+  /** absent in rows read before migration 7 */
+  isolation?: string
   fault_profile_hash: string
   fault_mode: string
   fault_rate: number
@@ -178,6 +180,7 @@ export function runToRow(r: RunRecord): RunRow {
     judge_prompt_version: r.judge_prompt_version,
     stop_width: r.stop_width,
     stopped_tasks: r.stopped_tasks,
+    isolation: r.isolation ?? '',
     fault_profile_hash: r.fault_profile_hash ?? '',
     fault_mode: r.fault_mode ?? '',
     fault_rate: r.fault_rate ?? 0,
@@ -207,6 +210,8 @@ export function rowToRun(row: RunRow): RunRecord {
     judge_prompt_version: row.judge_prompt_version,
     stop_width: Number(row.stop_width),
     stopped_tasks: row.stopped_tasks,
+    // '' (no agent code, or a run stored before migration 7) reads back as absent
+    ...(row.isolation ? { isolation: row.isolation } : {}),
     // a run without faults (or written before migration 8) has no fault stamps
     ...(row.fault_profile_hash
       ? {

@@ -6,6 +6,12 @@ export class StoreError extends ForgeError {
   readonly kind = 'store'
 }
 
+/** Thrown when a read is refused before it reaches ClickHouse (a write, a file or URL table function, INTO OUTFILE); says why. Bad input: exit 2. */
+export class QueryRefusedError extends ForgeError {
+  override name = 'QueryRefusedError'
+  readonly kind = 'validation'
+}
+
 /** Thrown when the embedded chDB directory is owned by another process and no owner answers over NATS. */
 export class StoreLockedError extends StoreError {
   override name = 'StoreLockedError'

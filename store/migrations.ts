@@ -319,6 +319,12 @@ export const migrations: readonly Migration[] = [
       'ALTER TABLE attempts DROP COLUMN IF EXISTS injected_faults, DROP COLUMN IF EXISTS injected_fault_kinds',
     ],
   },
+  {
+    version: 9,
+    name: 'issue 10: runs.isolation (sandbox, unsandboxed, in-process)',
+    up: [`ALTER TABLE runs ADD COLUMN IF NOT EXISTS isolation LowCardinality(String) DEFAULT ''`],
+    down: ['ALTER TABLE runs DROP COLUMN IF EXISTS isolation'],
+  },
 ]
 
 export interface MigrateOptions {

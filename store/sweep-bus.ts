@@ -1,7 +1,7 @@
 /** The sweep's state on the results stream: the ingester stores it in `sweeps` and `sweep_cells`. */
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { SweepRecord } from '../core/contracts/sweep.js'
-import { encodeJson } from './bus.js'
+import { publishResult } from './bus.js'
 import { BusError } from './errors.js'
 
 /** Inside the results stream's `forge.results.>`: no stream change needed. */
@@ -10,7 +10,8 @@ export const SWEEP_SUBJECT = 'forge.results.sweep'
 /** Publishes one revision of a sweep; a retried publish of the same revision is dropped by JetStream. */
 export async function publishSweepRecord(js: JetStreamClient, record: SweepRecord): Promise<void> {
   try {
-    await js.publish(SWEEP_SUBJECT, encodeJson(record), { msgID: `sweep/${record.sweep_id}/${record.revision}`, timeout: 10_000 })
+    // signed like every results message (store/bus-auth.ts), keyed by the sweep id
+    await publishResult(js, SWEEP_SUBJECT, record, `sweep/${record.sweep_id}/${record.revision}`, record.sweep_id)
   } catch (error) {
     throw new BusError(`publishing sweep ${record.sweep_id} (revision ${record.revision}) failed: ${(error as Error).message}`, { cause: error })
   }

@@ -21,6 +21,9 @@ import type { Logger } from '../engine/logger.js'
 import { loadSuiteCached } from '../engine/suite-loader.js'
 import { storedTraceOf } from '../engine/trace-store.js'
 import { logAttempt } from '../engine/attempt-log.js'
+import { isolationOf, sandboxRequested } from '../engine/sandbox/config.js'
+import { SandboxUnavailableError } from '../engine/sandbox/errors.js'
+import { sandboxSupport } from '../engine/sandbox/host.js'
 
 export interface ActivityDeps {
   nc: NatsConnection
@@ -53,6 +56,10 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         const priceTable = await loadPriceTable(input.price_table).catch((error: unknown) => {
           throw error instanceof PriceTableError ? ApplicationFailure.nonRetryable(error.message, 'PriceTableError') : error
         })
+        if (sandboxRequested(input.adapter, input.adapter_config)) {
+          const sandbox = await sandboxSupport()
+          if (!sandbox.ok) throw ApplicationFailure.nonRetryable(new SandboxUnavailableError(sandbox.reason).message, 'SandboxUnavailableError')
+        }
         if (input.judge !== undefined) {
           try {
             selectJudgeMetrics(input.judge.metrics)
@@ -124,6 +131,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         judge_prompt_version: plan.judge_prompt_version ?? '',
         stop_width: plan.sequential?.width ?? 0,
         stopped_tasks: stopped_tasks ?? [],
+        isolation: isolationOf(plan.adapter, plan.adapter_config),
         ...faultStampsOf(plan),
       })
       return startedAt

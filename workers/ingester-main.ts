@@ -1,7 +1,7 @@
 /** Entry point of the ingester process (embedded stack child, or `forge ingester` in a fleet). */
 import { resolveConfig } from '../config/index.js'
 import { ConfigError, exitCodeOf } from '../core/errors.js'
-import { connectBus, ensureResultsStream } from '../store/bus.js'
+import { connectBus, ensureResultsStream, resultsKey } from '../store/bus.js'
 import { openClickHouse, type StoreLocation } from '../store/clickhouse.js'
 import { migrate } from '../store/migrations.js'
 import { startIngester } from './ingester.js'
@@ -19,9 +19,15 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   const replicas = config.natsStreamReplicas
   const store = await openClickHouse(location)
   const applied = await migrate(store)
-  const nc = await connectBus(natsUrl, 'forge-ingester')
+  const nc = await connectBus(natsUrl, 'forge-ingester', 'ingester')
+  // with a results key every message must carry a valid signature; the embedded stack always has one
+  const key = resultsKey()
+  if (key === undefined) logger.warn('results are not authenticated: no FORGE_RESULTS_KEY (give the workers, ingesters and CLI of a fleet the same hex key)')
   await ensureResultsStream(nc, { replicas })
-  const ingester = await startIngester({ nc, store, logger, serveQueries: location.kind === 'embedded' })
+  const serveQueries = location.kind === 'embedded'
+  // reads get a connection of their own: chDB runs one statement at a time per connection
+  const queryStore = serveQueries ? await openClickHouse(location) : undefined
+  const ingester = await startIngester({ nc, store, logger, serveQueries, ...(key !== undefined ? { resultsKey: key } : {}), ...(queryStore !== undefined ? { queryStore } : {}) })
   let stopping = false
   const health =
     healthPort === undefined
@@ -43,6 +49,7 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   await ingester.stop()
   await health?.close()
   await nc.drain().catch(() => undefined)
+  await queryStore?.close()
   await store.close()
 }
 

@@ -8,6 +8,8 @@ import { jetstream, type JsMsg } from '@nats-io/jetstream'
 import type { NatsConnection, Subscription } from '@nats-io/transport-node'
 import { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
 import { queryRows } from '../store/clickhouse.js'
+import { QueryRefusedError } from '../store/errors.js'
+import { SIGNATURE_HEADER, verifyMessage } from '../store/bus-auth.js'
 import { encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
 import { insertAttempts, insertBaselines, insertRuns } from '../store/repositories.js'
 import { insertAttemptGrading, insertJudgeOutcomes, insertRegrades, insertResolutions, insertStoredTraces } from '../store/grading-repositories.js'
@@ -19,6 +21,10 @@ import type { Logger } from '../engine/logger.js'
 export interface IngesterOptions {
   nc: NatsConnection
   store: ClickHouseClient
+  /** the connection store queries run on (default `store`): a second one, so a slow read never holds up an insert */
+  queryStore?: ClickHouseClient
+  /** checks every message's Forge-Signature (store/bus-auth.ts); a message without a valid one is rejected */
+  resultsKey?: string
   logger: Logger
   /** serve store queries over NATS (embedded mode: this process owns chDB) */
   serveQueries: boolean
@@ -44,12 +50,12 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   const { nc, store, logger } = opts
   const batchSize = opts.batchSize ?? 2000
   const stats: IngesterStats = { inserted_attempts: 0, inserted_runs: 0, rejected: 0, batches: 0 }
-  const querySub = opts.serveQueries ? serveStoreQueries(nc, store) : undefined
+  const querySub = opts.serveQueries ? serveStoreQueries(nc, opts.queryStore ?? store) : undefined
   const pingSub = answerPings(nc, opts.serveQueries, stats)
   const consumer = await jetstream(nc).consumers.get(RESULTS_STREAM, INGESTER_CONSUMER)
   const messages = await consumer.consume({ max_messages: Math.max(batchSize * 2, 1000) })
   const grading = createGradingLane(store, logger, batchSize, opts.gradingFlushMs ?? 500)
-  const rounds = createInsertRounds(batchSize, opts.flushIntervalMs ?? 50, grading, (batch) => ingestBatch(batch, { store, logger, stats, grading }))
+  const rounds = createInsertRounds(batchSize, opts.flushIntervalMs ?? 50, grading, (batch) => ingestBatch(batch, { store, logger, stats, grading, resultsKey: opts.resultsKey }))
   const loop = (async () => {
     for await (const msg of messages) rounds.add(msg)
   })()
@@ -197,6 +203,7 @@ interface BatchDeps {
   logger: Logger
   stats: IngesterStats
   grading: GradingLane
+  resultsKey: string | undefined
 }
 
 /**
@@ -207,7 +214,7 @@ interface BatchDeps {
 async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
   const { store, logger, stats, grading } = deps
   const now = Date.now()
-  const sorted = sortBatch(batch, grading, (msg, problem) => {
+  const sorted = sortBatch(batch, grading, deps.resultsKey, (msg, problem) => {
     stats.rejected++
     logger.error({ subject: msg.subject, seq: msg.seq, problem }, 'rejected a malformed result message')
     msg.term(problem)
@@ -231,7 +238,7 @@ async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
 }
 
 /** A batch by what it carries: rows inserted now (acked with them), and messages acked with the grading lane. */
-function sortBatch(batch: JsMsg[], grading: GradingLane, reject: (msg: JsMsg, problem: string) => void) {
+function sortBatch(batch: JsMsg[], grading: GradingLane, resultsKey: string | undefined, reject: (msg: JsMsg, problem: string) => void) {
   const attempts = new Map<string, AttemptResult>()
   const runs: RunRecord[] = []
   const baselines: BaselineRecord[] = []
@@ -240,7 +247,7 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, reject: (msg: JsMsg, pr
   const graded: { msg: JsMsg; add(): void }[] = []
   const rows = grading.rows
   for (const msg of batch) {
-    const parsed = parseMessage(msg)
+    const parsed = authenticated(parseMessage(msg), msg, resultsKey)
     if (!parsed.ok) {
       reject(msg, parsed.error)
       continue
@@ -286,6 +293,16 @@ type Parsed =
   | { ok: true; kind: 'review'; value: ReviewResolution }
   | { ok: true; kind: 'sweep'; value: SweepRecord }
   | { ok: false; error: string }
+
+/** A parsed message whose Forge-Signature checks out under its run's key (store/bus-auth.ts); anything else is rejected. */
+function authenticated(parsed: Parsed, msg: JsMsg, resultsKey: string | undefined): Parsed {
+  if (!parsed.ok || resultsKey === undefined) return parsed
+  const signature = msg.headers?.get(SIGNATURE_HEADER)
+  // a sweep's messages are keyed by its sweep id, everything else by its run id
+  const keyId = 'run_id' in parsed.value ? parsed.value.run_id : parsed.value.sweep_id
+  if (verifyMessage(resultsKey, keyId, msg.subject, msg.data, signature === '' ? undefined : signature)) return parsed
+  return { ok: false, error: `${signature ? 'a wrong' : 'no'} ${SIGNATURE_HEADER}: not signed by a Forge component holding the results key` }
+}
 
 function parseMessage(msg: JsMsg): Parsed {
   let data: unknown
@@ -345,8 +362,9 @@ async function answerQuery(store: ClickHouseClient, data: Uint8Array): Promise<S
     return { ok: false, error: `bad store query request: ${(error as Error).message}` }
   }
   try {
-    return { ok: true, rows: await queryRows(store, request.sql, request.params ?? {}, { readOnly: true }) }
+    const timeout = typeof request.timeout_s === 'number' ? { timeoutSeconds: request.timeout_s } : {}
+    return { ok: true, rows: await queryRows(store, request.sql, request.params ?? {}, { readOnly: true, ...timeout }) }
   } catch (error) {
-    return { ok: false, error: (error as Error).message }
+    return { ok: false, error: (error as Error).message, ...(error instanceof QueryRefusedError ? { refused: true } : {}) }
   }
 }

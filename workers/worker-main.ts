@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import type { JetStreamClient } from '@nats-io/jetstream'
-import { connectBus, jetstream, type NatsConnection } from '../store/bus.js'
+import { connectBus, jetstream, resultsKey, type NatsConnection } from '../store/bus.js'
 import { createActivities } from './activities.js'
 import { createJudgeActivities } from './judge/activities.js'
 import type { LogLevel } from '../config/index.js'
@@ -47,7 +47,9 @@ export interface WorkerOptions {
 export async function runWorker(opts: WorkerOptions): Promise<void> {
   const workerId = opts.workerId ?? `${hostname()}-${process.pid}`
   const logger = createLogger('worker', opts.logLevel).child({ worker_id: workerId })
-  const nc = await connectBus(opts.natsUrl, `forge-worker-${workerId}`)
+  const nc = await connectBus(opts.natsUrl, `forge-worker-${workerId}`, 'worker')
+  // an ingester holding a results key rejects whatever this worker cannot sign
+  if (resultsKey() === undefined) logger.warn('results are not signed: no FORGE_RESULTS_KEY (give the workers, ingesters and CLI of a fleet the same hex key)')
   const connection = await NativeConnection.connect({ ...opts.temporalConnection, address: opts.temporalAddress })
   const bundlePath = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
   const judgeOptions = opts.judge === false ? undefined : opts.judge

@@ -1,7 +1,9 @@
 import { Flags } from '@oclif/core'
 import { adapterNames } from '../../engine/adapters/index.js'
 import { dryRun, type DryRunReport } from '../../app/plan-run.js'
-import { runConfigFromFlags } from '../../app/run-config.js'
+import { runConfigFromFlags, type RunConfigInput } from '../../app/run-config.js'
+import { ConfigError } from '../../core/errors.js'
+import { SANDBOXED_ADAPTERS, unsandboxedNote } from '../../engine/sandbox/config.js'
 import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
 import { resolveConfig } from '../../config/index.js'
 import { ForgeCommand } from '../base.js'
@@ -67,6 +69,9 @@ export default class Run extends ForgeCommand {
     'judge-max-tokens': Flags.integer({ summary: 'Completion tokens per judge call (default 512).', min: 1 }),
     'judge-temperature': Flags.string({ summary: 'Judge sampling temperature (default 0).' }),
     ...faultFlags,
+    'no-sandbox': Flags.boolean({
+      summary: 'Run subprocess, pydantic-ai and module agents without the sandbox (module agents in the worker process); every attempt is marked degraded.',
+    }),
   }
 
   async run(): Promise<RunReport | DryRunReport | SweepResult> {
@@ -74,7 +79,11 @@ export default class Run extends ForgeCommand {
     const config = resolveConfig()
     // --fault-*: the run's fault profile, or a sweep of runs at several fail rates (cli/fault-run.ts)
     const faults = await faultsOf(flags)
-    const runConfig = { ...runConfigFromFlags(flags), ...(faults.plan !== undefined ? { faults: faults.plan } : {}) }
+    const runConfig = withoutSandbox(
+      { ...runConfigFromFlags(flags), ...(faults.plan !== undefined ? { faults: faults.plan } : {}) },
+      flags['no-sandbox'],
+      (message) => this.warn(message),
+    )
     const quiet = this.jsonEnabled()
     if (faults.sweep !== undefined && !flags['dry-run']) return runSweep(this, config, runConfig, faults.sweep)
     if (flags['dry-run']) {
@@ -98,6 +107,16 @@ export default class Run extends ForgeCommand {
     if (!quiet) printRunReport(this, report)
     return report
   }
+}
+
+/** --no-sandbox: `"sandbox": false` in the adapter config (so in the config id), said out loud; refused for adapters that run no agent code. */
+function withoutSandbox(run: RunConfigInput, noSandbox: boolean, warn: (message: string) => void): RunConfigInput {
+  if (!noSandbox) return run
+  if (!SANDBOXED_ADAPTERS.includes(run.adapter)) {
+    throw new ConfigError(`--no-sandbox applies only to adapters that run agent code (${SANDBOXED_ADAPTERS.join(', ')}), not "${run.adapter}"`)
+  }
+  warn(`--no-sandbox: ${unsandboxedNote(run.adapter)}; every attempt of this run is marked degraded`)
+  return { ...run, adapter_config: { ...(run.adapter_config ?? {}), sandbox: false } }
 }
 
 function printRunReport(command: { log(line: string): void; warn(message: string): unknown }, report: RunReport): void {

@@ -112,6 +112,8 @@ export const RunRecord = z.object({
   stop_width: z.number().nonnegative().default(0),
   /** tasks a sequential run stopped early because their interval was narrow enough */
   stopped_tasks: z.array(z.string()).default([]),
+  /** how agent code was isolated: sandbox, unsandboxed (--no-sandbox), in-process (module, sandbox: false); '' when the adapter runs none */
+  isolation: z.string().optional(),
   // fault stamps (issue 13); absent or '' = the run injected no faults
   /** the fault profile the run injected (FaultPlan.profile_hash); compare warns when two runs differ */
   fault_profile_hash: z.string().optional(),

@@ -57,12 +57,12 @@ export const adapterRegistrations: readonly AdapterRegistration[] = [
   },
   {
     adapter: subprocessAdapter,
-    description: 'Any program as the agent, a new process group per attempt, tools over JSON-lines stdio (or an HTTP tool endpoint).',
+    description: 'Any program as the agent, sandboxed in a new process group per attempt, tools over JSON-lines stdio (or an HTTP tool endpoint).',
     configSchema: SubprocessConfig,
   },
   {
     adapter: moduleAdapter,
-    description: "A JavaScript module's agent run in the worker process, a fresh module or instance per attempt.",
+    description: "A JavaScript module's agent, run sandboxed in a child process per attempt (in the worker's own process only with sandbox: false).",
     configSchema: ModuleConfig,
   },
   {

@@ -1,12 +1,16 @@
 /**
- * The module adapter: an agent written as a JavaScript module, run in the worker's process. The
- * module exports (as `default`, or the export named in config) either
+ * The module adapter: an agent written as a JavaScript module. By default it runs in the agent
+ * sandbox: a child process per attempt (engine/sandbox/inside/module-host.mjs) imports the module
+ * and speaks the subprocess protocol, so the agent sees neither the worker's memory nor its files.
+ * With `sandbox: false` it runs in the worker's own process — an explicit opt-in that marks every
+ * attempt degraded (the agent can read the worker and its suite). The module exports (as
+ * `default`, or the export named in config) either
  *
  * - an agent object `{ invoke(payload, tools, context) }`, or
  * - a factory (a function or class) that makes one, called once per attempt.
  *
- * Every attempt gets a fresh instance so module-level state cannot leak between attempts: by
- * default the module itself is imported anew per attempt (a unique `?attempt=` query makes Node
+ * Sandboxed, every attempt is a new process. In-process, every attempt gets a fresh instance so
+ * module-level state cannot leak between attempts: by default the module itself is imported anew per attempt (a unique `?attempt=` query makes Node
  * evaluate it again), so even its top-level variables start over. `isolation: "factory"` imports
  * it once and relies on the factory for a fresh instance — no per-attempt module memory, for long
  * sweeps, at the price of shared top-level state. Modules the agent module imports itself are
@@ -15,12 +19,16 @@
  * `invoke` returns `{ output, self_report?, refused? }`, or any other value, which is taken as
  * the output itself.
  */
-import { isAbsolute, resolve } from 'node:path'
+import { existsSync } from 'node:fs'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { z } from 'zod'
 import type { InvocationPayload, ToolSpec } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LlmEndpoint } from '../../core/plugins.js'
+import { sandboxConfigShape, unsandboxedNote } from '../sandbox/config.js'
+import { SANDBOX_LIB_DIR } from '../sandbox/layout.js'
 import { gatewayConfigShape, harnessConfigShape, parseAdapterConfig } from './config-schema.js'
+import { parseSubprocessConfig, runSubprocessAgent } from './subprocess.js'
 
 /** ctx.config of the module adapter. */
 export const ModuleConfig = z
@@ -30,7 +38,10 @@ export const ModuleConfig = z
     isolation: z
       .enum(['module', 'factory'])
       .default('module')
-      .describe('module: a fresh module evaluation per attempt; factory: one module, a fresh instance per attempt from its factory.'),
+      .describe('In-process only (sandbox: false) — module: a fresh module evaluation per attempt; factory: one module, a fresh instance per attempt from its factory.'),
+    llm: z.boolean().default(true).describe("Sandboxed: start the attempt's LLM gateway for context.llm() (false saves it for agents that call no model)."),
+    kill_grace_ms: z.number().int().nonnegative().max(10_000).default(500).describe("Sandboxed: after SIGTERM, how long the agent's process gets before SIGKILL, in ms."),
+    ...sandboxConfigShape,
     ...harnessConfigShape,
     ...gatewayConfigShape,
   })
@@ -116,10 +127,21 @@ export function toAdapterOutput(returned: unknown): AdapterOutput {
   return { output: returned }
 }
 
+/** The nearest node_modules directory at or above `dir`, which the module's imports resolve from. */
+export function nearestNodeModules(dir: string): string | undefined {
+  for (let at = resolve(dir); ; at = dirname(at)) {
+    const candidate = join(at, 'node_modules')
+    if (existsSync(candidate)) return candidate
+    if (dirname(at) === at) return undefined
+  }
+}
+
 export const moduleAdapter: AgentAdapter = {
   name: 'module',
+  stopGraceMs: 3_000,
   async invoke(payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput> {
     const config = parseModuleConfig(ctx.config)
+    if (config.sandbox !== false) return invokeSandboxed(payload, ctx, config)
     const url = moduleUrl(config.path, config.isolation === 'module' ? ctx.attemptUid : undefined)
     let namespace: Record<string, unknown>
     try {
@@ -135,6 +157,21 @@ export const moduleAdapter: AgentAdapter = {
       call: (name, args) => ctx.tools.call(name, args ?? {}),
     }
     const context: ModuleAgentContext = { signal: ctx.signal, seed: ctx.seed, llm: () => ctx.llm() }
-    return toAdapterOutput(await agent.invoke(payload, tools, context))
+    return { ...toAdapterOutput(await agent.invoke(payload, tools, context)), isolation_degraded: unsandboxedNote('module') }
   },
+}
+
+/** A sandboxed module agent: the module host runs it in a child process, as a subprocess agent. */
+async function invokeSandboxed(payload: InvocationPayload, ctx: AdapterContext, config: ModuleConfig): Promise<AdapterOutput> {
+  const file = isAbsolute(config.path) ? config.path : resolve(process.cwd(), config.path)
+  if (!existsSync(file)) throw new Error(`module adapter: cannot import ${pathToFileURL(file).href}: no such file`)
+  const nodeModules = nearestNodeModules(dirname(file))
+  const host = parseSubprocessConfig({
+    command: [process.execPath, `${SANDBOX_LIB_DIR}/module-host.mjs`, file, config.export ?? '-', config.isolation],
+    env: { FORGE_AGENT_SEED: String(ctx.seed) },
+    llm: config.llm,
+    kill_grace_ms: config.kill_grace_ms,
+    sandbox: config.sandbox,
+  })
+  return runSubprocessAgent(payload, ctx, host, 'module', { forwarder: 'agent', ...(nodeModules !== undefined ? { readOnly: [nodeModules] } : {}) })
 }

@@ -15,11 +15,13 @@ import { LlmConfigError } from '../llm/errors.js'
 import { packageRoot } from '../suite-loader.js'
 import { parseAdapterConfig } from './config-schema.js'
 import { ModelAdapterConfig, decodingFor, systemPrompt } from './model-config.js'
-import { subprocessAdapter } from './subprocess.js'
+import { sandboxConfigShape } from '../sandbox/config.js'
+import { parseSubprocessConfig, runSubprocessAgent, subprocessAdapter } from './subprocess.js'
 
-/** ctx.config of the pydantic-ai adapter: a model adapter's, plus the Python interpreter. */
+/** ctx.config of the pydantic-ai adapter: a model adapter's, plus the Python interpreter and the sandbox. */
 export const PydanticAiConfig = ModelAdapterConfig.extend({
   python: z.string().min(1).optional().describe('Python interpreter with pydantic-ai-slim[openai] installed; default: $FORGE_PYTHON, else python3.'),
+  ...sandboxConfigShape,
 }).describe('Config of the pydantic-ai adapter (--adapter-config; --model sets model).')
 
 /** The bridge script, shipped beside the sources (not compiled, so not under dist/). */
@@ -39,13 +41,12 @@ export const pydanticAiAdapter: AgentAdapter = {
       system_prompt: systemPrompt(payload, config),
       max_steps: config.max_steps,
     }
-    return subprocessAdapter.invoke(payload, {
-      ...ctx,
-      config: {
-        command: [python, bridgePath()],
-        llm: true,
-        env: { FORGE_PYDANTIC_AI: JSON.stringify(settings), PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' },
-      },
+    const bridge = parseSubprocessConfig({
+      command: [python, bridgePath()],
+      llm: true,
+      env: { FORGE_PYDANTIC_AI: JSON.stringify(settings), PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' },
+      sandbox: config.sandbox,
     })
+    return runSubprocessAgent(payload, ctx, bridge, 'pydantic-ai')
   },
 }

@@ -1,17 +1,20 @@
 /**
  * The subprocess adapter: a new process per attempt (process exit guarantees clean state), in any
- * language. The agent is spawned detached as the leader of its own process group, in a fresh empty
- * working directory, with an environment scrubbed to PATH, HOME and LANG plus what the config
- * names. It reads its payload from the first stdin line and talks the JSON-lines protocol of
+ * language. The agent runs in the agent sandbox (engine/sandbox/: its own PID, mount, network, IPC
+ * and UTS namespaces, a fresh tmpfs as its working directory, only its tool endpoint and LLM gateway
+ * reachable) unless the config says `sandbox: false`; either way it is spawned detached as the
+ * leader of its own process group, with an environment scrubbed to PATH, HOME and LANG plus what
+ * the config names. It reads its payload from the first stdin line and talks the JSON-lines protocol of
  * core/agent-protocol.ts on stdio; with `protocol: "http"` it may also call tools over the
  * per-attempt endpoint (FORGE_TOOL_URL / FORGE_TOOL_TOKEN). When it finishes, crashes or the
  * attempt is aborted, the whole group gets SIGTERM, then SIGKILL after a grace, and the adapter
  * returns only once no process of the group is left.
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { isAbsolute, join, resolve } from 'node:path'
+import type { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { z } from 'zod'
 import { AGENT_PROTOCOL_VERSION, parseAgentLine, type FinalMessage, type ToolResultMessage } from '../../core/agent-protocol.js'
@@ -22,6 +25,12 @@ import { stopProcessGroup, trackProcessGroup, type StopReport } from '../process
 import { budgetWatchedToolBox } from '../tools/budget-watch.js'
 import { gatewayConfigShape, harnessConfigShape, parseAdapterConfig } from './config-schema.js'
 import { startToolEndpoint, type ToolEndpoint } from '../tools/endpoint.js'
+import { sandboxConfigShape, unsandboxedNote } from '../sandbox/config.js'
+import { SandboxSetupError } from '../sandbox/errors.js'
+import { openSandbox, type PreparedSandbox } from '../sandbox/host.js'
+import { forgeHomeOf, portOf } from '../sandbox/paths.js'
+import { loadedSuitePaths } from '../suite-loader.js'
+import { SANDBOX_STARTED_MARK } from '../sandbox/layout.js'
 
 /** ctx.config of the subprocess adapter. */
 export const SubprocessConfig = z
@@ -30,7 +39,11 @@ export const SubprocessConfig = z
       .array(z.string().min(1))
       .min(1)
       .describe("argv of the agent: program and arguments; relative paths resolve against the worker's directory."),
-    cwd: z.string().min(1).optional().describe('Working directory; default: a fresh empty directory per attempt, removed afterwards.'),
+    cwd: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Working directory (read-only inside the sandbox); default: a fresh empty directory per attempt, removed afterwards.'),
     env: z
       .record(z.string(), z.string())
       .default({})
@@ -47,6 +60,7 @@ export const SubprocessConfig = z
       .max(10_000)
       .default(500)
       .describe("After SIGTERM, how long the agent's process group gets before SIGKILL, in ms."),
+    ...sandboxConfigShape,
     ...harnessConfigShape,
     ...gatewayConfigShape,
   })
@@ -111,47 +125,102 @@ export const subprocessAdapter: AgentAdapter = {
   name: 'subprocess',
   // SIGTERM grace + SIGKILL + reaping take longer than an in-process adapter needs to stop
   stopGraceMs: 3_000,
-  async invoke(payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput> {
-    const config = parseSubprocessConfig(ctx.config)
+  invoke: (payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput> => runSubprocessAgent(payload, ctx, parseSubprocessConfig(ctx.config), 'subprocess'),
+}
+
+/** What adapters built on this one (pydantic-ai, module) add to a sandbox. */
+export interface SubprocessSandboxExtras {
+  /** more host paths the agent may read (a module's node_modules) */
+  readOnly?: string[]
+  /** 'agent': the agent's own process serves the tool/LLM ports (the module host) */
+  forwarder?: 'process' | 'agent'
+}
+
+/**
+ * Runs one attempt of a subprocess agent with a parsed config; `adapter` names the adapter in notes
+ * (pydantic-ai and the sandboxed module adapter run through here).
+ */
+export async function runSubprocessAgent(
+  payload: InvocationPayload,
+  ctx: AdapterContext,
+  config: SubprocessConfig,
+  adapter: string,
+  extras: SubprocessSandboxExtras = {},
+): Promise<AdapterOutput> {
     const started = performance.now()
     let ignoredBudget!: () => void
     const budgetIgnored = new Promise<void>((resolveIgnored) => (ignoredBudget = resolveIgnored))
     const tools = budgetWatchedToolBox(ctx.tools, () => ignoredBudget())
     const harnessEnv: Record<string, string> = {}
+    const ports: number[] = []
     let endpoint: ToolEndpoint | undefined
     let scratch: string | undefined
+    let sandbox: PreparedSandbox | undefined
     try {
       if (config.protocol === 'http') {
         endpoint = await startToolEndpoint(tools)
         harnessEnv['FORGE_TOOL_URL'] = endpoint.url
         harnessEnv['FORGE_TOOL_TOKEN'] = endpoint.token
+        ports.push(portOf(endpoint.url))
       }
       if (config.llm) {
         const llm = await ctx.llm()
         harnessEnv['OPENAI_BASE_URL'] = llm.baseURL
         harnessEnv['OPENAI_API_KEY'] = llm.apiKey
-      }
-      let cwd = config.cwd
-      if (cwd === undefined) {
-        scratch = mkdtempSync(join(tmpdir(), 'forge-agent-'))
-        cwd = scratch
-        harnessEnv['TMPDIR'] = scratch
+        ports.push(portOf(llm.baseURL))
       }
       const command = resolveCommand(config.command, process.cwd())
-      const env = agentEnvironment(config, harnessEnv)
-      const run = await runAgentProcess({ command, cwd, env, payload, tools, signal: ctx.signal, budgetIgnored, killGraceMs: config.kill_grace_ms, started })
-      return toAdapterOutput(run, ctx)
+      let launch: AgentProcessOptions['launch']
+      if (config.sandbox !== false) {
+        sandbox = await openSandbox({
+          command,
+          env: agentEnvironment(config, harnessEnv),
+          settings: config.sandbox,
+          // every suite this worker loaded (ground truth) and FORGE_HOME (credentials, the store)
+          protectedPaths: [...loadedSuitePaths(), forgeHomeOf(process.env)],
+          ports,
+          ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
+          ...(extras.readOnly !== undefined ? { readOnly: extras.readOnly } : {}),
+          ...(extras.forwarder !== undefined ? { forwarder: extras.forwarder } : {}),
+        })
+        launch = { argv: sandbox.argv, cwd: sandbox.spawnCwd, env: sandbox.env, sandboxed: true }
+      } else {
+        let cwd = config.cwd
+        if (cwd === undefined) {
+          scratch = mkdtempSync(join(tmpdir(), 'forge-agent-'))
+          cwd = scratch
+          harnessEnv['TMPDIR'] = scratch
+        }
+        launch = { argv: command as [string, ...string[]], cwd, env: agentEnvironment(config, harnessEnv), sandboxed: false }
+      }
+      const run = await runAgentProcess({ launch, payload, tools, signal: ctx.signal, budgetIgnored, killGraceMs: config.kill_grace_ms, started })
+      const output = toAdapterOutput(run, ctx)
+      if (sandbox !== undefined) output.spans?.push(sandboxSpan(run, sandbox))
+      else output.isolation_degraded = unsandboxedNote(adapter)
+      return output
     } finally {
       await endpoint?.close()
+      await sandbox?.close()
       if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true })
     }
-  },
+}
+
+/** The sandbox's span: what it enforced for this attempt. */
+function sandboxSpan(run: AgentRun, sandbox: PreparedSandbox): NonNullable<AdapterOutput['spans']>[number] {
+  return {
+    span_id: 'sandbox',
+    parent_span_id: 'subprocess',
+    category: 'harness',
+    name: 'sandbox',
+    start_ms: run.spawnedAtMs,
+    duration_ms: Math.max(0, run.endedAtMs - run.spawnedAtMs),
+    attributes: { ...sandbox.enforced, read_only: sandbox.enforced.read_only.join(':') },
+  }
 }
 
 interface AgentProcessOptions {
-  command: string[]
-  cwd: string
-  env: Record<string, string>
+  /** what to spawn: the agent itself, or the sandbox that runs it (which writes a start mark on fd 3) */
+  launch: { argv: [string, ...string[]]; cwd: string; env: Record<string, string>; sandboxed: boolean }
   payload: InvocationPayload
   tools: ToolBox
   signal: AbortSignal
@@ -180,15 +249,21 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
     run.stoppedFor = 'deadline'
     return run
   }
-  const [program, ...args] = opts.command as [string, ...string[]]
-  const child = spawn(program, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
+  const { launch } = opts
+  const [program, ...args] = launch.argv
+  const child = spawn(program, args, { cwd: launch.cwd, env: launch.env, detached: true, stdio: ['pipe', 'pipe', 'pipe', launch.sandboxed ? 'pipe' : 'ignore'] }) as ChildProcessWithoutNullStreams
   const spawned = await new Promise<{ ok: true } | { ok: false; error: Error }>((resolveSpawn) => {
     child.once('spawn', () => resolveSpawn({ ok: true }))
     child.once('error', (error) => resolveSpawn({ ok: false, error }))
   })
   if (!spawned.ok) {
-    throw new Error(`subprocess adapter: cannot start ${JSON.stringify(program)} (cwd ${opts.cwd}): ${spawned.error.message}`, { cause: spawned.error })
+    throw new Error(`subprocess adapter: cannot start ${JSON.stringify(program)} (cwd ${launch.cwd}): ${spawned.error.message}`, { cause: spawned.error })
   }
+  // the sandbox's init marks the moment the agent starts: an exit before it is the harness's failure, not the agent's
+  let startMark = ''
+  const marker = child.stdio[3] as Readable | null
+  marker?.on('data', (chunk: Buffer) => (startMark += chunk.toString('utf8')))
+  marker?.on('error', () => undefined)
   const pgid = child.pid as number
   trackProcessGroup(pgid)
   run.spawnedAtMs = since()
@@ -282,7 +357,11 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
   child.stdin.destroy()
   child.stdout.destroy()
   child.stderr.destroy()
+  marker?.destroy()
   await queue.catch(() => undefined)
+  if (launch.sandboxed && !startMark.includes(SANDBOX_STARTED_MARK) && run.stoppedFor === undefined) {
+    throw new SandboxSetupError(`the agent sandbox could not be set up (exit ${String(run.exit?.code ?? run.exit?.signal)}): ${run.stderr.trim().slice(-1000)}`)
+  }
   return run
 }
 

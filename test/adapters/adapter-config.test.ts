@@ -57,9 +57,9 @@ describe('the adapter registry', () => {
     expect(keys('react')).toEqual(
       ['api_key_env', 'base_url', 'decoding', 'frequency_penalty', 'max_steps', 'max_tokens', 'model', 'presence_penalty', 'price_table', 'seed', 'stop', 'system_prompt', 'temperature', 'top_p'],
     )
-    expect(keys('pydantic-ai')).toEqual([...keys('react'), 'python'].sort())
-    expect(keys('subprocess')).toEqual(['api_key_env', 'base_url', 'command', 'cwd', 'decoding', 'env', 'kill_grace_ms', 'llm', 'model', 'price_table', 'protocol'])
-    expect(keys('module')).toEqual(['api_key_env', 'base_url', 'decoding', 'export', 'isolation', 'model', 'path', 'price_table'])
+    expect(keys('pydantic-ai')).toEqual([...keys('react'), 'python', 'sandbox'].sort())
+    expect(keys('subprocess')).toEqual(['api_key_env', 'base_url', 'command', 'cwd', 'decoding', 'env', 'kill_grace_ms', 'llm', 'model', 'price_table', 'protocol', 'sandbox'])
+    expect(keys('module')).toEqual(['api_key_env', 'base_url', 'decoding', 'export', 'isolation', 'kill_grace_ms', 'llm', 'model', 'path', 'price_table', 'sandbox'])
     expect(keys('http')).toEqual(['base_url', 'decoding', 'headers', 'invoke_path', 'model', 'price_table', 'reset_path', 'timeout_ms'])
     expect(keys('replay')).toEqual(['decoding', 'model', 'price_table', 'trace', 'traces'])
     expect(keys('oracle')).toEqual(['decoding', 'model', 'price_table'])

@@ -68,10 +68,11 @@ describe('budgets on misbehaving subprocess agents', () => {
     console.info(`sleep-forever (${via}): stopped ${Math.round(elapsed - maxDuration)} ms after the ${maxDuration} ms deadline; stop took ${stop?.duration_ms} ms`)
   })
 
+  // unsandboxed, so the pids the agents report are the worker's; test/sandbox/ covers the same in a sandbox
   it('leaves no process behind when an agent forks children and a grandchild and exits', async () => {
     const { suite, task } = toolSuite({ outcome_graders: [{ type: 'exact', expected: 'done' }] })
     const started = performance.now()
-    const { result } = await attempt(subprocessAdapter, node('fork-children.mjs'), suite, task)
+    const { result } = await attempt(subprocessAdapter, { ...node('fork-children.mjs'), sandbox: false }, suite, task)
     const elapsed = performance.now() - started
     expect(verdictOf(result)).toEqual(['pass', null, null])
     const { pgid, pids } = JSON.parse(result.self_report) as { pgid: number; pids: number[] }
@@ -88,7 +89,7 @@ describe('budgets on misbehaving subprocess agents', () => {
     const pidsFile = join(pidsDir, 'pids')
     // a shell agent: forks a child that ignores SIGTERM (so does its sleep) and a plain one, then sleeps itself
     const script = `read line; sh -c 'trap "" TERM; sleep 1000' & a=$!; sleep 1000 & b=$!; echo "$$ $a $b" > "$PIDS_FILE"; sleep 1000`
-    const { result, trace } = await attempt(subprocessAdapter, { command: ['sh', '-c', script], env: { PIDS_FILE: pidsFile } }, suite, task)
+    const { result, trace } = await attempt(subprocessAdapter, { command: ['sh', '-c', script], env: { PIDS_FILE: pidsFile }, sandbox: false }, suite, task)
     expect(verdictOf(result)).toEqual(['fail', 'budget_exhausted', 'max_duration_ms'])
     expect(trace.spans.find((s) => s.name === 'stop-process-group')?.attributes).toEqual({ via: 'kill' })
     const [pgid, ...children] = readFileSync(pidsFile, 'utf8').trim().split(' ').map(Number) as [number, ...number[]]

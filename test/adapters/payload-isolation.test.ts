@@ -108,10 +108,18 @@ describe('payload isolation', () => {
     expect(Object.keys(dump.stdin.payload).sort()).toEqual(['budget', 'disallowed_tools', 'input', 'instruction', 'tools'])
     const allowedEnv = ['PATH', 'HOME', 'LANG', 'TMPDIR', ...(extra.protocol === 'http' ? ['FORGE_TOOL_URL', 'FORGE_TOOL_TOKEN'] : [])]
     expect(Object.keys(dump.env).filter((k) => !allowedEnv.includes(k))).toEqual([])
-    // a fresh empty directory, not the worker's (which may hold the suite)
+    // a fresh empty directory (the sandbox's own tmpfs), not the worker's (which may hold the suite)
+    expect(dump.files).toEqual({})
+    expect(dump.cwd).toBe('/tmp')
+  })
+
+  it('subprocess without the sandbox: a fresh working directory, removed after the attempt', async () => {
+    const dumped = await observe(subprocessAdapter, { command: ['node', agentPath('dump-everything.mjs')], sandbox: false })
+    expect(leaks(dumped)).toEqual([])
+    const dump = JSON.parse(dumped) as { files: Record<string, unknown>; cwd: string }
     expect(dump.files).toEqual({})
     expect(dump.cwd).not.toBe(process.cwd())
-    // and removed after the attempt, so nothing carries over to the next one
+    // removed after the attempt, so nothing carries over to the next one
     expect(existsSync(dump.cwd)).toBe(false)
   })
 

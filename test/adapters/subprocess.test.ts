@@ -57,7 +57,9 @@ describe('subprocess adapter', () => {
     const { suite, task } = toolSuite()
     const { result } = await attempt(subprocessAdapter, { command: ['/nonexistent/agent-binary'] }, suite, task)
     expect([result.outcome, result.validity, result.failure_bucket]).toEqual(['fail', 'invalid', 'harness_error'])
-    expect(result.error).toMatch(/^adapter "subprocess" threw: subprocess adapter: cannot start "\/nonexistent\/agent-binary" \(cwd .*forge-agent-.*\): spawn \/nonexistent\/agent-binary ENOENT$/)
+    expect(result.error).toBe('adapter "subprocess" threw: cannot start "/nonexistent/agent-binary": no such file')
+    const unsandboxed = (await attempt(subprocessAdapter, { command: ['/nonexistent/agent-binary'], sandbox: false }, suite, task)).result
+    expect(unsandboxed.error).toMatch(/^adapter "subprocess" threw: subprocess adapter: cannot start "\/nonexistent\/agent-binary" \(cwd .*forge-agent-.*\): spawn \/nonexistent\/agent-binary ENOENT$/)
   })
 
   it('rejects a config without a command, naming the field and the misspelt one', async () => {
@@ -65,7 +67,7 @@ describe('subprocess adapter', () => {
     const { result } = await attempt(subprocessAdapter, { comand: ['node'] }, suite, task)
     expect(result.error).toBe(
       'adapter "subprocess" threw: invalid subprocess adapter config: command: required field missing (expected array); ' +
-        'comand: unknown field (known: api_key_env, base_url, command, cwd, decoding, env, kill_grace_ms, llm, model, price_table, protocol)',
+        'comand: unknown field (known: api_key_env, base_url, command, cwd, decoding, env, kill_grace_ms, llm, model, price_table, protocol, sandbox)',
     )
   })
 

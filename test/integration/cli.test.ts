@@ -54,8 +54,9 @@ describe('forge CLI', () => {
 
   it('refuses SQL that would write, so nothing stored can be lost through forge sql', () => {
     const drop = forge(['sql', 'DROP TABLE attempts'], stack.env)
-    expect(drop.status).toBe(5)
-    expect(drop.stderr).toMatch(/readonly/i)
+    // a refusal is bad input (exit 2), with the reason (issue 10)
+    expect(drop.status).toBe(2)
+    expect(drop.stderr).toMatch(/query refused: the store is read-only here/)
     const count = forge(['sql', 'SELECT count() AS n FROM attempts FINAL', '--json'], stack.env)
     expect(Number((JSON.parse(count.stdout) as { n: string }[])[0]!.n)).toBeGreaterThan(0)
   })

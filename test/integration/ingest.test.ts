@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { AttemptResult } from '../../core/contracts/index.js'
 import { openReader } from '../../app/store-access.js'
-import { connectBus, encodeJson, jetstream, publishAttemptResult, subjects, type NatsConnection } from '../../store/bus.js'
+import { connectBus, encodeJson, jetstream, publishAttemptResult, publishResult, subjects, type NatsConnection } from '../../store/bus.js'
 import { createActivities } from '../../workers/activities.js'
 import { createLogger } from '../../engine/logger.js'
 import { packageRoot } from '../../stack/paths.js'
@@ -15,7 +15,8 @@ let nc: NatsConnection
 
 beforeAll(async () => {
   stack = await startTestStack('ingest')
-  nc = await connectBus(stack.endpoints.natsUrl, 'ingest-test')
+  // publishes results as a worker does: with the worker's credentials, signed
+  nc = await connectBus(stack.endpoints.natsUrl, 'ingest-test', 'worker')
 })
 afterAll(async () => {
   await nc?.drain()
@@ -92,10 +93,10 @@ describe('ingest', () => {
   it('stores one row when the same attempt arrives twice past JetStream dedup (different msg ids)', async () => {
     const js = jetstream(nc)
     const a = attempt('dup-ch', 'a', 0)
-    await js.publish(subjects.attempt, encodeJson(a), { msgID: 'delivery-1' })
+    await publishResult(js, subjects.attempt, a, 'delivery-1', a.run_id)
     await sleep(300)
-    await js.publish(subjects.attempt, encodeJson({ ...a, worker_id: 'second' }), { msgID: 'delivery-2' })
-    await js.publish(subjects.attempt, encodeJson(attempt('dup-ch', 'b', 0)), { msgID: 'delivery-3' })
+    await publishResult(js, subjects.attempt, { ...a, worker_id: 'second' }, 'delivery-2', a.run_id)
+    await publishResult(js, subjects.attempt, attempt('dup-ch', 'b', 0), 'delivery-3', 'dup-ch')
     expect(await waitForRows('dup-ch', 2)).toEqual({ final: 2, uids: 2 })
   })
 

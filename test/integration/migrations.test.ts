@@ -31,10 +31,10 @@ describe('ClickHouse migrations (chDB)', () => {
   })
 
   it('rolls back newest first and re-applies', async () => {
-    expect(await rollback(client, 1)).toEqual([8, 7, 6, 5, 4, 3, 2])
+    expect(await rollback(client, 1)).toEqual(migrations.map((m) => m.version).filter((v) => v > 1).reverse())
     expect(await tables()).toEqual(['runs'])
     expect(await runColumns()).not.toContain('suite_hash')
-    expect(await migrate(client)).toEqual([2, 3, 4, 5, 6, 7, 8])
+    expect(await migrate(client)).toEqual(migrations.map((m) => m.version).filter((v) => v > 1))
     expect(await tables()).toEqual(['attempt_grades', 'attempts', 'baselines', 'judgements', 'metrics', 'review_resolutions', 'runs', 'sweep_cells', 'sweeps', 'tool_calls', 'traces'])
   })
 
@@ -45,7 +45,7 @@ describe('ClickHouse migrations (chDB)', () => {
       values: [{ run_id: 'old', suite: 's', suite_path: '/s', adapter: 'mock', config_id: 'c', attempts: 1, task_count: 1, seed: 'x', status: 'completed', started_at: '2026-11-30 00:00:00.000', finished_at: null, updated_at: '2026-11-30 00:00:00.000', price_table_version: '' }],
       format: 'JSONEachRow',
     })
-    expect(await migrate(client)).toEqual([4, 5, 6, 7, 8])
+    expect(await migrate(client, 8)).toEqual([4, 5, 6, 7, 8])
     expect(await runColumns()).toEqual(expect.arrayContaining(['price_table_date', 'suite_hash', 'judge_model', 'judge_prompt_version', 'stop_width', 'stopped_tasks']))
     const [row] = await queryRows<Record<string, unknown>>(client, "SELECT price_table_date, suite_hash, stop_width, stopped_tasks FROM runs FINAL WHERE run_id = 'old'")
     expect(row).toEqual({ price_table_date: '', suite_hash: '', stop_width: 0, stopped_tasks: [] })
@@ -59,7 +59,7 @@ describe('ClickHouse migrations (chDB)', () => {
       format: 'JSONEachRow',
     })
     expect(await tables()).toEqual(['attempts', 'baselines', 'runs', 'tool_calls'])
-    expect(await migrate(client)).toEqual([6, 7, 8])
+    expect(await migrate(client, 8)).toEqual([6, 7, 8])
     const [row] = await queryRows<Record<string, unknown>>(client, "SELECT grading_version FROM attempts FINAL WHERE attempt_uid = 'r/c/t/0'")
     expect(row).toEqual({ grading_version: 1 })
   })
@@ -68,10 +68,23 @@ describe('ClickHouse migrations (chDB)', () => {
     // rows from the tests above were written before migration 8 was re-applied by them: roll back and forth once more
     await rollback(client, 7)
     expect(await runColumns()).not.toContain('fault_profile_hash')
-    expect(await migrate(client)).toEqual([8])
+    expect(await migrate(client, 8)).toEqual([8])
     const [attempt] = await queryRows<Record<string, unknown>>(client, "SELECT injected_faults, injected_fault_kinds FROM attempts FINAL WHERE attempt_uid = 'r/c/t/0'")
     expect(attempt).toEqual({ injected_faults: 0, injected_fault_kinds: [] })
     const [run] = await queryRows<Record<string, unknown>>(client, "SELECT fault_profile_hash, fault_mode, fault_rate, fault_sweep_id, fault_profile FROM runs FINAL WHERE run_id = 'old'")
     expect(run).toEqual({ fault_profile_hash: '', fault_mode: '', fault_rate: 0, fault_sweep_id: '', fault_profile: '' })
+  })
+
+  it('issue 10: stamps runs with their isolation, empty for runs written before it', async () => {
+    await rollback(client, 8)
+    expect(await runColumns()).not.toContain('isolation')
+    await client.insert({
+      table: 'runs',
+      values: [{ run_id: 'before-9', suite: 's', suite_path: '/s', adapter: 'mock', config_id: 'c', attempts: 1, task_count: 1, seed: 'x', status: 'completed', started_at: '2026-11-30 00:00:00.000', finished_at: null, updated_at: '2026-11-30 00:00:00.000', price_table_version: '' }],
+      format: 'JSONEachRow',
+    })
+    expect(await migrate(client, 9)).toEqual([9])
+    const [row] = await queryRows<Record<string, unknown>>(client, "SELECT isolation FROM runs FINAL WHERE run_id = 'before-9'")
+    expect(row).toEqual({ isolation: '' })
   })
 })

@@ -106,10 +106,10 @@ describe('store converters', () => {
       run_id: 'r1', suite: 'smoke', suite_path: '/s', adapter: 'mock', config_id: 'c0', attempts: 5, task_count: 5,
       seed: 'x', status: 'completed', started_at: 1_764_470_000_000, finished_at: 1_764_470_005_000, updated_at: 1_764_470_005_000,
       price_table_version: 'v1', price_table_date: '2026-11-30', suite_hash: 'ab'.repeat(32), judge_model: 'gpt-4o-mini',
-      judge_prompt_version: 'p3', stop_width: 0.2, stopped_tasks: ['t2', 't5'],
+      judge_prompt_version: 'p3', stop_width: 0.2, stopped_tasks: ['t2', 't5'], isolation: 'unsandboxed',
     }
     expect(runToRow(run)).toMatchObject({
-      price_table_version: 'v1', price_table_date: '2026-11-30', stop_width: 0.2, stopped_tasks: ['t2', 't5'], judge_prompt_version: 'p3',
+      price_table_version: 'v1', price_table_date: '2026-11-30', stop_width: 0.2, stopped_tasks: ['t2', 't5'], judge_prompt_version: 'p3', isolation: 'unsandboxed',
     })
     expect(rowToRun(runToRow(run))).toEqual(run)
     expect(rowToRun(runToRow({ ...run, status: 'running', finished_at: null }))).toEqual({ ...run, status: 'running', finished_at: null })
@@ -127,6 +127,9 @@ describe('store converters', () => {
     expect(RunRecord.parse(old)).toEqual({
       ...old, price_table_date: '', suite_hash: '', judge_model: '', judge_prompt_version: '', stop_width: 0, stopped_tasks: [],
     })
+    // a row read before migration 7 has no isolation column
+    const { isolation: _dropped, ...rowBefore7 } = runToRow(RunRecord.parse(old))
+    expect(rowToRun(rowBefore7)).toEqual(RunRecord.parse(old))
   })
 
   it('round-trips a baseline, with DateTime64 text for its timestamp', () => {

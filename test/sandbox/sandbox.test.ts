@@ -1,0 +1,239 @@
+/**
+ * The agent sandbox (engine/sandbox/): the pure layout and init script, the probe and its refusal,
+ * protected paths, and that an agent dies with its worker even when the worker is SIGKILLed.
+ * test/security/adversary.test.ts runs the attacks themselves.
+ */
+import { spawn } from 'node:child_process'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { subprocessAdapter } from '../../engine/adapters/subprocess.js'
+import { sandboxRequested, isolationOf, SandboxSettings } from '../../engine/sandbox/config.js'
+import { openSandbox, probeSandbox } from '../../engine/sandbox/host.js'
+import { initScript, launcherArgv, protectedPathsCheck, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
+import { attempt } from '../adapters/helpers.js'
+import { loadSuite, loadedSuitePaths } from '../../engine/suite-loader.js'
+import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
+
+const layout: SandboxLayout = {
+  root: '/tmp/sbx/root',
+  readOnly: [
+    { path: '/usr', kind: 'dir' },
+    { path: '/etc', kind: 'dir' },
+    { path: '/opt/agent', kind: 'dir' },
+    { path: '/opt/agent/lib', kind: 'dir' },
+    { path: "/home/o'brien/agent.py", kind: 'file' },
+  ],
+  files: [{ source: '/repo/engine/sandbox/inside', target: '/run/forge/lib', kind: 'dir' }],
+  symlinks: [{ at: '/bin', to: 'usr/bin' }],
+  hide: [{ path: '/opt/agent/suite', kind: 'dir' }],
+  socketDir: '/tmp/sbx/sock',
+  cgroupProcs: ['/sys/fs/cgroup/pids/forge-sandbox-1/cgroup.procs'],
+  uid: 123456,
+  maxPids: 64,
+  tmpfsMb: 32,
+  cwd: '/tmp',
+  forwards: [{ port: 41000, socket: '41000.sock' }],
+  forwarder: 'process',
+  node: '/usr/bin/node',
+  tools: { mount: '/usr/bin/mount', umount: '/usr/bin/umount', pivotRoot: '/usr/sbin/pivot_root', setpriv: '/usr/bin/setpriv', ip: '/usr/sbin/ip', mkdir: '/usr/bin/mkdir', ln: '/usr/bin/ln' },
+}
+
+describe('sandbox layout (pure)', () => {
+  it('binds a path once: one inside a bound directory is already visible', () => {
+    expect(topLevelBinds(layout.readOnly).map((b) => b.path)).toEqual(['/etc', '/usr', '/opt/agent', "/home/o'brien/agent.py"])
+  })
+
+  it('hides a protected path under a read-only one, and refuses an agent whose own files lie inside one', () => {
+    const suite = { path: '/repo/suites/smoke', kind: 'dir' as const }
+    expect(protectedPathsCheck([{ path: '/repo', kind: 'dir' }], [suite])).toEqual({ ok: true, hide: [suite] })
+    expect(protectedPathsCheck([{ path: '/elsewhere', kind: 'dir' }], [suite])).toEqual({ ok: true, hide: [] })
+    expect(protectedPathsCheck([{ path: '/repo/suites/smoke/agents', kind: 'dir' }], [suite])).toEqual({
+      ok: false,
+      problem: 'the agent needs /repo/suites/smoke/agents, which lies inside /repo/suites/smoke; the sandbox never shows an agent the suite or FORGE_HOME',
+    })
+  })
+
+  it('builds the skeleton: mountpoints for every bind, device files, symlinks, parents first', () => {
+    const entries = skeletonEntries(layout)
+    const at = (p: string) => entries.find((e) => e.path === p)
+    expect([at('/opt'), at('/opt/agent'), at("/home/o'brien/agent.py"), at('/dev/null'), at('/bin'), at('/dev/fd'), at('/run/forge/sock'), at('/run/forge/lib')]).toEqual([
+      { path: '/opt', kind: 'dir' },
+      { path: '/opt/agent', kind: 'dir' },
+      { path: "/home/o'brien/agent.py", kind: 'file' },
+      { path: '/dev/null', kind: 'file' },
+      { path: '/bin', kind: 'symlink', to: 'usr/bin' },
+      { path: '/dev/fd', kind: 'symlink', to: '/proc/self/fd' },
+      { path: '/run/forge/sock', kind: 'dir' },
+      { path: '/run/forge/lib', kind: 'dir' },
+    ])
+    expect(at('/opt/agent/lib')).toBeUndefined()
+    const order = entries.map((e) => e.path)
+    expect(order.indexOf('/home')).toBeLessThan(order.indexOf("/home/o'brien"))
+  })
+
+  it('writes an init that joins its cgroups first, binds read-only, pivots, drops every capability and starts the agent last', () => {
+    const script = initScript(layout)
+    const lines = script.split('\n')
+    const index = (needle: string) => lines.findIndex((l) => l.includes(needle))
+    expect(lines[index('cgroup.procs')]).toBe("echo $$ > '/sys/fs/cgroup/pids/forge-sandbox-1/cgroup.procs' || fail 'cannot join /sys/fs/cgroup/pids/forge-sandbox-1/cgroup.procs'")
+    expect(script).toContain("'/usr/bin/mount' --bind -o ro,nosuid,nodev '/home/o'\\''brien/agent.py' '/tmp/sbx/root/home/o'\\''brien/agent.py'")
+    expect(script).toContain("'/usr/bin/mount' -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,mode=000 forge-hidden '/tmp/sbx/root/opt/agent/suite'")
+    expect(script).toContain("'/usr/bin/mount' -t tmpfs -o nosuid,nodev,size=32m,mode=0700,uid=123456,gid=123456 forge-scratch '/tmp/sbx/root/tmp'")
+    expect(script).toContain("'/usr/sbin/ip' link set lo up")
+    expect(script).toContain("'/usr/bin/setpriv' --reuid=123456 --regid=123456 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \"$@\" 0<&4 3>&- 4<&- &")
+    expect(script).toContain("'41000=/run/forge/sock/41000.sock'")
+    expect(index('cgroup.procs')).toBeLessThan(index('--bind -o ro '))
+    expect(index('pivot_root')).toBeLessThan(index('ulimit -p 64'))
+    expect(index('forwarder.mjs')).toBeLessThan(index('agent started'))
+    expect(index('agent started')).toBeLessThan(index('"$@"'))
+    expect(lines.filter((l) => l !== '').at(-1)).toBe('exit $status')
+  })
+
+  it('without forwards keeps the loopback down; a module host serves its forwards itself', () => {
+    expect(initScript({ ...layout, forwards: [] })).not.toContain('link set lo up')
+    const selfServed = initScript({ ...layout, forwarder: 'agent' })
+    expect(selfServed).toContain('link set lo up')
+    expect(selfServed).not.toContain('forwarder.mjs')
+  })
+
+  it('starts the init under unshare with its parent-death signal, in a user namespace only when not root', () => {
+    const argv = launcherArgv({ userNamespace: false, initScript: '/tmp/sbx/init.sh', command: ['node', 'a.mjs'], setpriv: '/usr/bin/setpriv', unshare: '/usr/bin/unshare' })
+    expect(argv).toEqual([
+      '/usr/bin/setpriv', '--pdeathsig', 'KILL', '--', '/usr/bin/unshare', '--pid', '--fork', '--kill-child=SIGKILL', '--mount', '--propagation', 'private',
+      '--net', '--ipc', '--uts', '/bin/sh', '/tmp/sbx/init.sh', 'node', 'a.mjs',
+    ])
+    expect(launcherArgv({ userNamespace: true, initScript: 'i', command: ['a'], setpriv: 's', unshare: 'u' }).slice(4, 7)).toEqual(['u', '--user', '--map-root-user'])
+  })
+
+  it('knows which adapters run agent code and how a run isolated it', () => {
+    expect(['subprocess', 'pydantic-ai', 'module', 'mock', 'react'].map((a) => sandboxRequested(a, {}))).toEqual([true, true, true, false, false])
+    expect(sandboxRequested('subprocess', { sandbox: false })).toBe(false)
+    expect([isolationOf('subprocess', {}), isolationOf('subprocess', { sandbox: false }), isolationOf('module', { sandbox: false }), isolationOf('mock', {})]).toEqual([
+      'sandbox',
+      'unsandboxed',
+      'in-process',
+      '',
+    ])
+    expect(SandboxSettings.parse({})).toEqual({ read_only: [], memory_mb: 1024, max_pids: 256, tmpfs_mb: 256 })
+  })
+})
+
+describe('sandbox on this machine', () => {
+  it('can be made here (root, unshare, cgroup v1)', async () => {
+    const found = await probeSandbox()
+    expect(found).toMatchObject({ ok: true, userNamespace: false })
+  })
+
+  it('says why it cannot be made when the binaries are missing or refuse', async () => {
+    expect(await probeSandbox({ ...process.env, FORGE_UNSHARE_BIN: '/nonexistent/unshare' })).toEqual({
+      ok: false,
+      reason: 'FORGE_UNSHARE_BIN=/nonexistent/unshare is not an executable file',
+    })
+    expect(await probeSandbox({ ...process.env, FORGE_UNSHARE_BIN: '/bin/false' })).toEqual({ ok: false, reason: 'a test sandbox failed (exit status 1)' })
+  })
+
+  it('refuses an agent that lives inside a suite the worker loaded, naming both', async () => {
+    const dir = makeSuite({ 'agents/agent.mjs': 'console.log("hi")\n' })
+    onTestFinished(() => removeTempSuites())
+    const suite = await loadSuite(dir)
+    expect(loadedSuitePaths()).toContain(realpathSync(dir))
+    const { result } = await attempt(subprocessAdapter, { command: ['node', join(dir, 'agents', 'agent.mjs')] }, suite, suite.tasks[0]!)
+    expect([result.outcome, result.validity, result.failure_bucket]).toEqual(['fail', 'invalid', 'harness_error'])
+    expect(result.error).toBe(
+      `adapter "subprocess" threw: sandbox: the agent needs ${realpathSync(dir)}/agents, which lies inside ${realpathSync(dir)}; the sandbox never shows an agent the suite or FORGE_HOME`,
+    )
+  })
+
+  it('hides a protected path that lies under a directory the agent may read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'forge-hide-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    writeFileSync(join(dir, 'agent.mjs'), "import { readdirSync } from 'node:fs'\nconsole.log(JSON.stringify(readdirSync(process.env.TARGET)))\n")
+    mkdirSync(join(dir, 'suite', 'goldens'), { recursive: true })
+    writeFileSync(join(dir, 'suite', 'goldens', 'g.json'), '{}')
+    const request = { command: [process.execPath, join(dir, 'agent.mjs')], env: { PATH: '/usr/bin:/bin', TARGET: join(dir, 'suite') }, settings: SandboxSettings.parse({}), protectedPaths: [join(dir, 'suite')], ports: [] }
+    // mkdtemp makes it 0700: the agent's own uid could not read its program
+    await expect(openSandbox(request)).rejects.toThrow(`sandbox: the agent needs ${dir}, which other users cannot read (mode 0700); the agent runs as an unprivileged user of its own: make it readable (chmod o+rX) or run with --no-sandbox`)
+    chmodSync(dir, 0o755)
+    const sandbox = await openSandbox(request)
+    try {
+      const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
+      // the directory is there (the agent's own), the suite in it is an empty, unreadable mount
+      expect(out.stderr).toMatch(/EACCES|permission denied/i)
+      expect(out.stdout).toBe('')
+    } finally {
+      await sandbox.close()
+    }
+  })
+
+  it('gives a configured cwd read-only: the agent reads it, writes only to its tmpfs', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'forge-cwd-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    chmodSync(dir, 0o755)
+    writeFileSync(join(dir, 'notes.txt'), 'read me\n')
+    chmodSync(join(dir, 'notes.txt'), 0o644)
+    const script = "const fs = require('fs'); let w; try { fs.writeFileSync('x', '1'); w = 'wrote' } catch (e) { w = e.code } fs.writeFileSync('/tmp/y', '1'); console.log(JSON.stringify([process.cwd(), fs.readFileSync('notes.txt', 'utf8'), w, fs.readdirSync('/tmp')]))"
+    const sandbox = await openSandbox({ command: [process.execPath, '-e', script], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse({}), protectedPaths: [], ports: [], cwd: dir })
+    try {
+      const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
+      // (the cwd lies under /tmp here, so its mountpoint shows in the agent's tmpfs)
+      expect(JSON.parse(out.stdout)).toEqual([dir, 'read me\n', 'EROFS', [dir.split('/').pop(), 'y']])
+    } finally {
+      await sandbox.close()
+    }
+    expect(readdirSync(dir)).toEqual(['notes.txt'])
+  })
+
+  it('takes the agent and everything it started down when the worker is SIGKILLed', async () => {
+    const marker = `forge-orphan-${process.pid}`
+    const stubborn = "process.on('SIGTERM', () => {}); setInterval(() => {}, 1 << 30)"
+    const agent = `const { spawn } = require('child_process'); spawn(process.execPath, ['-e', ${JSON.stringify(stubborn)}, '${marker}'], { detached: true, stdio: 'ignore' }).unref(); ${stubborn}`
+    const sandbox = await openSandbox({ command: [process.execPath, '-e', agent, marker], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse({}), protectedPaths: [], ports: [] })
+    try {
+      // a stand-in worker: it spawns the sandbox as the worker does, then is killed without warning
+      const worker = spawn(process.execPath, ['-e', `const c = require('child_process').spawn(${JSON.stringify(sandbox.argv[0])}, ${JSON.stringify(sandbox.argv.slice(1))}, { cwd: ${JSON.stringify(sandbox.spawnCwd)}, env: ${JSON.stringify(sandbox.env)}, stdio: ['pipe', 'ignore', 'ignore', 'ignore'], detached: true }); setInterval(() => {}, 1 << 30)`], { stdio: 'ignore' })
+      await until(() => processesWith(marker).length === 2, 10_000)
+      worker.kill('SIGKILL')
+      await until(() => processesWith(marker).length === 0, 10_000)
+      expect(processesWith(marker)).toEqual([])
+    } finally {
+      for (const pid of processesWith(marker)) process.kill(pid, 'SIGKILL')
+      await sandbox.close()
+    }
+  }, 30_000)
+})
+
+function processesWith(needle: string): number[] {
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(needle)
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+}
+
+/** Waits for a condition the kernel makes true asynchronously; fails the test past `ms`. */
+async function until(condition: () => boolean, ms: number): Promise<void> {
+  const deadline = performance.now() + ms
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`condition not met within ${ms} ms`)
+    await sleep(20)
+  }
+}
+
+function runToEnd(argv: string[], env: Record<string, string>, cwd: string): Promise<{ stdout: string; stderr: string; code: number | null }> {
+  return new Promise((resolve) => {
+    const child = spawn(argv[0]!, argv.slice(1), { env, cwd, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.once('close', (code) => resolve({ stdout: stdout.trim(), stderr, code }))
+  })
+}

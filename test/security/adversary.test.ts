@@ -1,0 +1,147 @@
+/**
+ * Issue 10, attempt by attempt: the adversarial agent (agents/adversary.mjs) runs every attack of
+ * the security suite through the subprocess adapter in the sandbox. Every attempt must find
+ * nothing, change nothing, leave no process behind and pass exactly as an honest agent does; no
+ * canary of the suite (expected answers, goldens, tool code) may appear in anything it produced.
+ * A control runs the harmless attacks without the sandbox and shows they do find things there.
+ */
+import { createHash } from 'node:crypto'
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { networkInterfaces, tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AttemptResult } from '../../core/contracts/index.js'
+import type { LoadedSuite } from '../../core/plugins.js'
+import { subprocessAdapter } from '../../engine/adapters/subprocess.js'
+import { runAttempt } from '../../engine/attempt-runner.js'
+import { loadSuite, packageRoot } from '../../engine/suite-loader.js'
+import { CANARY } from './canary.js'
+
+const here = fileURLToPath(new URL('.', import.meta.url))
+const adversary = join(here, 'agents', 'adversary.mjs')
+
+interface Report {
+  attack: string
+  findings: string[]
+  tried: number
+}
+
+let work: string
+let suiteDir: string
+let suite: LoadedSuite
+let forgeHome: string
+let listener: Server
+let port: number
+const marker = `forge-escapee-${process.pid}`
+
+/** Every file of a directory with its sha-256, to prove nothing was written. */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  const walk = (at: string): void => {
+    for (const name of readdirSync(at)) {
+      const p = join(at, name)
+      if (statSync(p).isDirectory()) walk(p)
+      else out[relative(dir, p)] = createHash('sha256').update(readFileSync(p)).digest('hex')
+    }
+  }
+  walk(dir)
+  return out
+}
+
+/** Host processes whose command line carries `needle`. */
+function processesWith(needle: string): number[] {
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(needle)
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+}
+
+function attackEnv(): Record<string, string> {
+  const addresses = Object.values(networkInterfaces())
+    .flat()
+    .filter((a) => a !== undefined && a.family === 'IPv4' && !a.internal)
+    .map((a) => a!.address)
+  return {
+    ATTACK_SUITE_DIR: suiteDir,
+    ATTACK_FORGE_HOME: forgeHome,
+    ATTACK_HOST_TMP: tmpdir(),
+    ATTACK_PORTS: String(port),
+    ATTACK_HOST_ADDRS: addresses.join(','),
+    ATTACK_FORGE_BIN: join(packageRoot(), 'bin', 'run.js'),
+    ATTACK_MARKER: marker,
+    ATTACK_PIDS_LIMIT: '128',
+    ATTACK_HOG_MB: '768',
+  }
+}
+
+async function attackOnce(taskId: string, config: Record<string, unknown>): Promise<{ result: AttemptResult; report: Report }> {
+  const task = suite.tasks.find((t) => t.id === taskId)!
+  const { result } = await runAttempt({ suite, task, adapter: subprocessAdapter, runId: 'security', configId: 'c0', attempt: 0, runSeed: 's', adapterConfig: config, workerId: 'w-security' })
+  return { result, report: JSON.parse(result.self_report || '{"findings":["no self report"]}') as Report }
+}
+
+beforeAll(async () => {
+  // a copy, so that a sandbox that failed to hold could not damage the repository's suite
+  work = mkdtempSync(join(tmpdir(), 'forge-security-'))
+  suiteDir = join(work, 'suite')
+  cpSync(join(here, 'suite'), suiteDir, { recursive: true })
+  forgeHome = join(work, 'forge-home')
+  cpSync(join(here, 'suite', 'goldens'), join(forgeHome, 'goldens'), { recursive: true })
+  writeFileSync(join(forgeHome, 'stack.json'), JSON.stringify({ nats: 'nats://127.0.0.1:4222', note: 'CANARY-FORGEHOME-19ac' }))
+  suite = await loadSuite(suiteDir)
+  // a stand-in for NATS / Temporal on the worker's ports: anything that reaches it is an escape
+  listener = createServer((socket) => socket.on('data', () => socket.end('+OK\r\n')))
+  await new Promise<void>((resolve) => listener.listen(0, '0.0.0.0', () => resolve()))
+  port = (listener.address() as { port: number }).port
+  process.env['FORGE_HOME'] = forgeHome
+})
+
+afterAll(async () => {
+  for (const pid of processesWith(marker)) process.kill(pid, 'SIGKILL')
+  await new Promise<void>((resolve) => listener.close(() => resolve()))
+  rmSync(work, { recursive: true, force: true })
+  delete process.env['FORGE_HOME']
+})
+
+const sandboxed = { sandbox: { memory_mb: 256, max_pids: 128 } }
+
+describe('the adversarial agent in the sandbox', () => {
+  it('finds nothing, changes nothing and passes every task as an honest agent does; no process outlives its attempt', async () => {
+    const before = snapshot(suiteDir)
+    const honest = await Promise.all(suite.tasks.map((t) => attackOnce(t.id, { command: ['node', adversary], env: { ...attackEnv(), ATTACK_OFF: '1' }, ...sandboxed })))
+    const attacks: Array<{ result: AttemptResult; report: Report }> = []
+    // one at a time: the fork bomb and the memory hog must not starve their neighbours' measurements
+    for (const task of suite.tasks) attacks.push(await attackOnce(task.id, { command: ['node', adversary], env: attackEnv(), ...sandboxed }))
+
+    const verdicts = (runs: typeof attacks) => Object.fromEntries(runs.map(({ result }) => [result.task_id, [result.outcome, result.validity, result.output]]))
+    expect(verdicts(attacks)).toEqual(verdicts(honest))
+    expect(Object.values(verdicts(attacks)).every(([outcome, validity]) => outcome === 'pass' && validity === 'valid')).toBe(true)
+    expect(Object.fromEntries(attacks.map(({ report }) => [report.attack, report.findings]))).toEqual(Object.fromEntries(suite.tasks.map((t) => [t.id, []])))
+    // every attack really ran (it tried things), and nothing it produced or received holds a canary
+    expect(attacks.filter(({ report }) => report.tried === 0).map(({ report }) => report.attack)).toEqual([])
+    const produced = JSON.stringify(attacks.map(({ result }) => [result.output, result.self_report, result.error, result.tool_calls, result.instruction]))
+    expect(produced.match(CANARY)).toBeNull()
+    expect(snapshot(suiteDir)).toEqual(before)
+    expect(readdirSync(forgeHome).sort()).toEqual(['goldens', 'stack.json'])
+    // setsid and double-fork escapees died with their attempt's namespace
+    expect(processesWith(marker)).toEqual([])
+    console.info(`security: ${attacks.length}/${attacks.length} attacks found nothing (${attacks.map(({ report }) => `${report.attack}: ${report.tried} tries`).join(', ')})`)
+  }, 240_000)
+})
+
+describe('the same attacks without the sandbox (control)', () => {
+  // only attacks that read or connect: writes, fork bombs, memory hogs and escapees are never let loose unsandboxed
+  it.each(['proc_parent', 'suite_by_path', 'forge_home', 'other_scratch', 'network', 'forged_result'])('%s finds something: the attack is real', async (taskId) => {
+    const { result, report } = await attackOnce(taskId, { command: ['node', adversary], env: attackEnv(), sandbox: false })
+    expect([result.outcome, result.validity]).toEqual(['pass', 'degraded'])
+    expect(report.findings.length).toBeGreaterThan(0)
+  }, 60_000)
+})
