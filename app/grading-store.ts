@@ -9,11 +9,13 @@ import type { AttemptRegrade, ReviewResolution } from '../core/contracts/index.j
 import { connectBus, jetstream, publishRegrade, publishReviewResolution } from '../store/bus.js'
 import { busReader } from '../store/bus-reader.js'
 import { openClickHouse, type StoreReader } from '../store/clickhouse.js'
+import { ConfigError } from '../core/errors.js'
 import { StoreError } from '../store/errors.js'
 import { insertRegrades, insertResolutions } from '../store/grading-repositories.js'
 import { migrate } from '../store/migrations.js'
 import type { ForgeConfig } from '../stack/config.js'
 import { currentEndpoints } from '../stack/local-stack.js'
+import { gradingAuditEntries, sealRun, storeGradingAuditEntries } from './audit.js'
 
 export interface GradingRecords {
   regrades?: AttemptRegrade[]
@@ -29,6 +31,24 @@ export async function writeGradingRecords(
   records: GradingRecords,
   stored: (reader: StoreReader) => Promise<boolean>,
   now: () => number = Date.now,
+): Promise<void> {
+  await writeGradingRows(config, records, stored, now)
+  // regrades and resolutions extend their runs' audit chains; nothing already linked is rewritten
+  await storeGradingAuditEntries(config, gradingAuditEntries(records))
+  const runs = new Set([...(records.regrades ?? []), ...(records.resolutions ?? [])].map((r) => r.run_id))
+  for (const runId of runs) {
+    // a run without a record (written by hand, or before runs were recorded) has no chain to extend
+    await sealRun(config, runId).catch((error: unknown) => {
+      if (!(error instanceof ConfigError)) throw error
+    })
+  }
+}
+
+async function writeGradingRows(
+  config: ForgeConfig,
+  records: GradingRecords,
+  stored: (reader: StoreReader) => Promise<boolean>,
+  now: () => number,
 ): Promise<void> {
   const direct = async (location: Parameters<typeof openClickHouse>[0]): Promise<void> => {
     const client = await openClickHouse(location)

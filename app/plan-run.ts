@@ -19,6 +19,7 @@ import type { LoadedSuite } from '../core/plugins.js'
 import { validateAdapterConfig } from '../engine/adapters/index.js'
 import { buildInvocationPayload } from '../engine/attempt-runner.js'
 import { loadPriceTable } from '../engine/llm/price-table.js'
+import { secretRefsMissing } from '../engine/secrets.js'
 import { loadSuite } from '../engine/suite-loader.js'
 import { sandboxRequested } from '../engine/sandbox/config.js'
 import { SandboxUnavailableError } from '../engine/sandbox/errors.js'
@@ -48,6 +49,9 @@ export async function planRun(config: ForgeConfig, input: RunConfigInput): Promi
   const adapterCheck = validateAdapterConfig(run.adapter, run.adapter_config)
   if (!adapterCheck.ok) throw new ConfigError(adapterCheck.message)
   await requireSandboxFor(run.adapter, run.adapter_config)
+  // this run's workers inherit this environment: a secret they could not resolve fails now, not on every attempt
+  const unresolved = secretRefsMissing(run.adapter_config, process.env)
+  if (unresolved.length > 0) throw new ConfigError(`--adapter-config names secrets this machine does not have: ${unresolved.join('; ')}`)
   const suite = await loadSuite(run.suite)
   const tasks = selectTasks(suite.tasks, run.task_ids, suite.path)
   // absolute, so any worker finds it; a bad table is a PriceTableError (exit code 2) naming the file
@@ -83,6 +87,8 @@ export async function planRun(config: ForgeConfig, input: RunConfigInput): Promi
     judge_prompt_version: stamps.judge_prompt_version,
     ...(run.sequential ? { sequential: run.sequential } : {}),
     ...(judge ? { judge } : {}),
+    redact: run.redact,
+    guard_answers: run.guard_answers,
     ...(run.faults ? { faults: run.faults } : {}),
   } satisfies z.input<typeof RunPlan>)
   return { run, suite, tasks, priceTable, plan, localModel: models.local }

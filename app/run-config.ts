@@ -8,6 +8,7 @@ import { z } from 'zod'
 import { FaultPlan, JudgeSettings, SequentialRule } from '../core/contracts/index.js'
 import { ConfigError } from '../core/errors.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
+import { secretsByValue } from '../core/secret-refs.js'
 import { adapters } from '../engine/adapters/index.js'
 
 const wholeNumber = (min: number, max: number) =>
@@ -18,8 +19,19 @@ const RunConfigObject = z
     /** a bundled suite's name, a directory, or an npm package */
     suite: z.string().min(1, 'must name a suite'),
     adapter: z.string().refine((name) => adapters.has(name), { error: (issue) => `names an unknown adapter ${JSON.stringify(issue.input)} (known adapters: ${[...adapters.keys()].join(', ')})` }),
-    /** the adapter's settings; part of the config id */
-    adapter_config: z.record(z.string(), z.unknown(), 'must be a JSON object').default({}),
+    /** the adapter's settings; part of the config id. Secrets only by reference (core/secret-refs.ts): the plan is kept in Temporal's history */
+    adapter_config: z
+      .record(z.string(), z.unknown(), 'must be a JSON object')
+      .default({})
+      .superRefine((config, ctx) => {
+        const byValue = secretsByValue(config)
+        if (byValue.length === 0) return
+        ctx.addIssue({
+          code: 'custom',
+          input: config,
+          message: `holds a secret by value at ${byValue.join(', ')}: pass it by reference, e.g. {"${byValue[0]!.split('.').at(-1)}": {"from_env": "NAME"}} or {"from_file": "/path"}, which the worker resolves (run plans and activity inputs are kept in Temporal's history)`,
+        })
+      }),
     /** attempts per task */
     attempts: wholeNumber(1, 1_000_000),
     /** the run seed: the same seed reproduces the mock agent and fault decisions; default: random */
@@ -54,6 +66,10 @@ const RunConfigObject = z
         }
       })
       .optional(),
+    /** false (--no-redact): secrets and PII are stored as the agent produced them; stamped on the run */
+    redact: z.boolean().default(true),
+    /** --guard-answers: the tool proxy redacts the task's expected answers from tool arguments; stamped on the run */
+    guard_answers: z.boolean().default(false),
     /** the run's fault profile and its stamps (app/faults.ts: from --fault-profile or the --fault-* shorthand); absent: no faults */
     faults: FaultPlan.optional(),
   })
@@ -97,6 +113,8 @@ const FLAGS: Record<string, string> = {
   'judge.max_tokens': '--judge-max-tokens',
   'judge.temperature': '--judge-temperature',
   'judge.golden_divergence': '--golden-divergence',
+  redact: '--no-redact',
+  guard_answers: '--guard-answers',
   faults: '--fault-profile',
 }
 
@@ -141,6 +159,9 @@ export interface RunFlags {
   'golden-divergence': boolean
   'judge-max-tokens': number | undefined
   'judge-temperature': string | undefined
+  /** --no-redact sets it false */
+  redact?: boolean
+  'guard-answers'?: boolean
 }
 
 /**
@@ -171,6 +192,8 @@ export function runConfigFromFlags(flags: RunFlags): RunConfigInput {
       max_in_flight: flags['max-in-flight'],
       heartbeat_timeout_ms: flags['heartbeat-timeout'] === undefined ? undefined : flags['heartbeat-timeout'] * 1000,
       price_table: flags['price-table'],
+      redact: flags.redact,
+      guard_answers: flags['guard-answers'],
     }),
     ...(adapterConfig !== undefined ? { adapter_config: adapterConfig } : {}),
     ...(flags['stop-at-width'] !== undefined

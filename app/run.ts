@@ -14,6 +14,7 @@ import { countAttempts, getRun } from '../store/repositories.js'
 import { stackUp } from '../stack/local-stack.js'
 import { isolationOf } from '../engine/sandbox/config.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
+import { sealRunWhenStored, type SealReport } from './audit.js'
 import { planRun } from './plan-run.js'
 import type { RunConfigInput } from './run-config.js'
 import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
@@ -49,6 +50,8 @@ export interface RunReport extends RunStats {
   /** runs with a judge: judge activities that completed, and those that failed after every retry (their tier 2 stays pending) */
   judged?: number
   judge_not_executed?: number
+  /** the run's audit chain once sealed: its head (also on the run record) and signature (with FORGE_AUDIT_KEY) */
+  audit: SealReport
 }
 
 /**
@@ -93,8 +96,11 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     const scheduled = result.total
     const reader = await openReader(config)
     try {
-      await waitForStorage(reader, plan.run_id, Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0), run.ingest_timeout_ms, onEvent)
+      const published = Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
+      await waitForStorage(reader, plan.run_id, published, run.ingest_timeout_ms, onEvent)
       const stats = await getRunStats(reader, plan.run_id)
+      // every stored result is hash-linked into the run's chain; its head goes on the run record
+      const audit = await sealRunWhenStored(config, plan.run_id, { attempts: stats.attempts, judged: result.tally.judged ?? 0 }, run.ingest_timeout_ms)
       return {
         ...stats,
         run_id: plan.run_id,
@@ -107,6 +113,7 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
         wall_ms: wallMs,
         attempts_per_second: scheduled / Math.max(wallMs / 1000, 0.001),
         ...(plan.judge !== undefined ? { judged: result.tally.judged ?? 0, judge_not_executed: result.tally.judge_not_executed ?? 0 } : {}),
+        audit,
       }
     } finally {
       await reader.close()

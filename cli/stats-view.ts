@@ -24,6 +24,8 @@ export function printRunStats(log: (line: string) => void, stats: RunStats, opti
   const run = stats.run
   log(`run ${stats.run_id}${run ? `  suite ${run.suite}  adapter ${run.adapter}  status ${run.status}` : ''}`)
   log(stampLine(stats.stamps))
+  if (run?.redacted === false) log('not redacted: secrets and PII stored as produced (--no-redact)')
+  if (run?.guard_answers === true) log('answer guard on (--guard-answers): expected answers redacted from tool arguments')
   const banner = harnessBanner(stats.failure_buckets['harness_error'] ?? 0, stats.attempts)
   if (banner) log(`\n!! HARNESS ERRORS: ${banner.message}\n`)
   const ks = options.ks ? [...options.ks] : stats.ks.filter((k) => k > 1)

@@ -172,6 +172,14 @@ export const SETTINGS = {
     schema: optionalText,
     secret: true,
   }),
+  auditKey: define({
+    variable: 'FORGE_AUDIT_KEY',
+    description: "A key held outside the store: forge run signs each run's audit head with it (HMAC-SHA256), forge audit verify checks it",
+    fallback: undefined,
+    defaultText: '(unset: heads are not signed)',
+    schema: optionalText,
+    secret: true,
+  }),
   logLevel: define({
     variable: 'FORGE_LOG_LEVEL',
     description: `Level of the JSON logs of workers and the ingester (${LOG_LEVELS.join(', ')})`,

@@ -21,15 +21,18 @@ import {
   type ToolSpec,
 } from '../core/contracts/index.js'
 import type { EnvironmentView } from '../core/env-diff.js'
+import { expectedAnswersOf } from '../core/answer-guard.js'
 import { envQueriesOf, outputText } from '../core/graders/index.js'
 import { attemptKeyFor, attemptSeedOf, type AttemptKey } from '../core/identity.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
 import { costOf, type PriceTable } from '../core/pricing.js'
-import { gradeAttempt, judgementOf, type AttemptGrades } from './grading-pipeline.js'
+import { gradeAttempt, goldenTraceOf, judgementOf, type AttemptGrades } from './grading-pipeline.js'
 import type { RateLimiter } from './judge/rate-limit.js'
 import { resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewaySummary } from './llm/gateway.js'
 import { startEnvironment, type EnvironmentSession, type EnvironmentStart } from './env/lifecycle.js'
 import { environmentFixtures, type EnvironmentPool } from './env/pool.js'
+import { attemptRedactor, redactError, redactExecution } from './redact-attempt.js'
+import { resolveSecretRefs } from './secrets.js'
 import { attemptFaults, countInjectedFaults, metDisruptiveFault } from './faults.js'
 import { createToolBox, type RecordingToolBox } from './tool-proxy.js'
 
@@ -58,13 +61,20 @@ export interface ExecuteAttemptOptions {
    * (FORGE_JUDGE_BASE_URL / FORGE_JUDGE_API_KEY, else OPENAI_BASE_URL / OPENAI_API_KEY).
    */
   judge?: { settings?: JudgeSettings | undefined; limiter?: RateLimiter | undefined }
+  /**
+   * Redact secrets and PII from everything the attempt hands back — result, trace, grading, thrown
+   * errors (engine/redact-attempt.ts); default true, `forge run --no-redact` turns it off.
+   */
+  redact?: boolean
+  /** the answer guard (forge run --guard-answers): the task's expected answers are replaced in tool arguments before a tool runs */
+  guardAnswers?: boolean
   /** the run's fault profile (RunPlan.faults): seeded faults in the tool proxy and the LLM gateway */
   faults?: FaultProfile | undefined
 }
 
 /** Grading beyond tier 0/1: the deterministic metrics, tier 2/3 as known now, and what the judge worker is to do. */
 export interface AttemptGrading {
-  /** the 17 deterministic metrics, plus judge metrics the gate skipped */
+  /** the 18 deterministic metrics, plus judge metrics the gate skipped */
   metrics: MetricValue[]
   /** tier 2 / tier 3, revision 1 */
   judgement: Judgement
@@ -165,11 +175,35 @@ interface RestoredEnvironment {
 }
 
 /**
- * Runs one attempt; returns the result to publish and the full trace it was graded on. Steps: seed
- * the environment → run the agent → capture the trace → grade (engine/grading-pipeline.ts) →
- * restore the environment → the result and the judgement.
+ * Runs one attempt; returns the result to publish and the full trace it was graded on, redacted
+ * (unless `redact: false`). Secrets the adapter config names by reference are resolved here, on the
+ * worker; graders and metrics see the raw trace, everything handed back is redacted with one
+ * redactor that knows those secrets and the worker's own.
  */
 export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptExecution> {
+  const processEnv = opts.env ?? process.env
+  const resolved = resolveSecretRefs(opts.adapterConfig, processEnv)
+  const keyEnv = typeof opts.adapterConfig['api_key_env'] === 'string' ? opts.adapterConfig['api_key_env'] : 'OPENAI_API_KEY'
+  const upstreamKey = processEnv[keyEnv]
+  const redactor = attemptRedactor({
+    task: opts.task,
+    golden: goldenTraceOf(opts.suite, opts.task),
+    processEnv,
+    secrets: [...resolved.secrets, ...(upstreamKey !== undefined ? [upstreamKey] : [])],
+  })
+  try {
+    const execution = await runAttemptUnredacted({ ...opts, adapterConfig: resolved.config }, redactor.knownSecrets)
+    return opts.redact === false ? execution : redactExecution(execution, redactor)
+  } catch (error) {
+    throw opts.redact === false ? error : redactError(error, redactor)
+  }
+}
+
+/**
+ * Steps of one attempt: seed the environment → run the agent → capture the trace → grade
+ * (engine/grading-pipeline.ts) → restore the environment → the result and the judgement.
+ */
+async function runAttemptUnredacted(opts: ExecuteAttemptOptions, secrets: readonly string[]): Promise<AttemptExecution> {
   const { suite, task } = opts
   const key = attemptKeyFor({ run_id: opts.runId, config_id: opts.configId, suite: suite.name, task_id: task.id, attempt: opts.attempt })
   const seed = attemptSeedOf(key, opts.runSeed)
@@ -192,6 +226,7 @@ export async function runAttempt(opts: ExecuteAttemptOptions): Promise<AttemptEx
     judge: opts.judge,
     processEnv: opts.env ?? process.env,
     harnessError: captured.harnessError,
+    secrets,
   })
   const gradingFinished = now()
   captured.trace.spans.push(span('grading', 'attempt', 'grading', 'grade', clock.since(gradingStarted), gradingFinished - gradingStarted, {}))
@@ -226,6 +261,7 @@ async function runAgent(
   const { key, environment, clock } = input
   const budget = task.budget
   const session = environment.session
+  const guardAnswers = opts.guardAnswers === true ? { guardAnswers: expectedAnswersOf(task, goldenTraceOf(suite, task)) } : {}
   const controller = new AbortController()
   const faults = opts.faults === undefined ? undefined : attemptFaults(opts.faults, { runSeed: opts.runSeed, configId: key.config_id, taskId: task.id, attempt: key.attempt })
   const tools = createToolBox({
@@ -237,6 +273,7 @@ async function runAgent(
     now: clock.now,
     ...(session !== undefined ? { env: session.handles } : {}),
     ...(faults !== undefined ? { faults, signal: controller.signal } : {}),
+    ...guardAnswers,
   })
   // started on the adapter's first ctx.llm(), closed when the agent stopped
   let gateway: Promise<LlmGateway> | undefined
@@ -345,6 +382,7 @@ async function captureTrace(
   if (budgetLimit !== undefined) traceInput.budget_exhausted = budgetLimit
   if (output?.self_report !== undefined) traceInput.self_report = output.self_report
   if (output?.isolation_degraded !== undefined) traceInput.isolation_degraded = output.isolation_degraded
+  if (opts.guardAnswers === true) traceInput.answer_guard = true
 
   const parsedTrace = AgentTrace.safeParse(traceInput)
   if (parsedTrace.success) return { trace: parsedTrace.data, harnessError, envView, budgetLimit }
@@ -357,6 +395,7 @@ async function captureTrace(
     spans: spans.slice(0, 2 + tools.calls.length),
     duration_ms: traceInput.duration_ms,
     ...(budgetLimit !== undefined ? { budget_exhausted: budgetLimit } : {}),
+    ...(traceInput.answer_guard === true ? { answer_guard: true } : {}),
   })
   return { trace, harnessError, envView, budgetLimit }
 }

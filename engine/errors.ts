@@ -37,3 +37,8 @@ function formatSuiteLoadMessage(suitePath: string, problems: SuiteProblem[]): st
   const lines = problems.map((p) => `  ${p.file}: ${p.path ? `${p.path}: ` : ''}${p.message}`)
   return `suite ${suitePath} has ${problems.length} problem(s):\n${lines.join('\n')}`
 }
+
+/** Thrown when a secret the adapter config names by reference (`from_env`, `from_file`) cannot be read on this worker. */
+export class SecretRefError extends Error {
+  override name = 'SecretRefError'
+}

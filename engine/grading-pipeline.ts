@@ -33,6 +33,8 @@ export interface GradeAttemptInput {
   processEnv: NodeJS.ProcessEnv
   /** the harness failed before anything could be graded (the adapter threw, the environment was not verified): tier 0/1 are skipped */
   harnessError?: string | undefined
+  /** values the worker holds as secret: the secret_leak metric looks for them */
+  secrets?: readonly string[] | undefined
 }
 
 export interface AttemptGrades {
@@ -60,7 +62,7 @@ export async function gradeAttempt(input: GradeAttemptInput): Promise<AttemptGra
   const validity = trace.isolation_degraded !== undefined ? { validity: 'degraded' as const } : {}
   const verdict = decideVerdict({ trace, grades, invariants, ...validity, ...(harnessError !== undefined ? { harnessError } : {}) })
   // deterministic metrics first; the judge worker gets only what they (and tier 0) allow
-  const deterministic = runDeterministicMetrics({ trace: withoutSelfReport(trace), task, grades, invariants })
+  const deterministic = runDeterministicMetrics({ trace: withoutSelfReport(trace), task, grades, invariants, ...(input.secrets !== undefined ? { secrets: input.secrets } : {}) })
   const hasGolden = goldenTraceOf(suite, task) !== undefined
   const judging = planJudging({ settings: input.judge?.settings, grades, deterministic, hasGolden, invalid: verdict.validity === 'invalid' })
   return { grades, invariants, ...(harnessError !== undefined ? { harnessError } : {}), verdict, deterministic, judging, hasGolden }

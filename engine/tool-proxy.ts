@@ -13,6 +13,7 @@
  */
 import type { Budget, BudgetLimit, Task, ToolCall, ToolSpec } from '../core/contracts/index.js'
 import type { FixtureHandle, LoadedSuite, ToolBox } from '../core/plugins.js'
+import { guardToolArgs, type GuardedAnswer } from '../core/answer-guard.js'
 import { validateToolArgs } from '../core/tool-args.js'
 import { runToolCall, type AttemptFaults } from './faults.js'
 
@@ -26,6 +27,8 @@ export interface ToolBoxOptions {
   now?: () => number
   /** the attempt's environment instances, handed to every tool call (ToolRunContext.env) */
   env?: Readonly<Record<string, FixtureHandle>>
+  /** the answer guard: expected answers to replace in arguments before a tool runs (core/answer-guard.ts) */
+  guardAnswers?: readonly GuardedAnswer[]
   /** the run's fault injection: each call that passed the checks may get a seeded fault (engine/faults.ts) */
   faults?: AttemptFaults
   /** the attempt's stop signal: an injected timeout or latency never outlasts the attempt */
@@ -122,23 +125,26 @@ export function createToolBox(opts: ToolBoxOptions): RecordingToolBox {
         : [`args: expected an object of named arguments, got ${Array.isArray(args) ? 'array' : args === null ? 'null' : typeof args}`]
     if (problems.length > 0) return refuse('malformed_tool_call', `invalid arguments for "${name}": ${problems.join('; ')}`, retryIndex)
 
+    // the tool receives the arguments without the task's expected answers; the call keeps what the agent sent
+    const guarded = opts.guardAnswers === undefined ? { args, intercepted: [] } : guardToolArgs(args, opts.guardAnswers)
+    const interception = guarded.intercepted.length > 0 ? { intercepted: guarded.intercepted } : {}
     const fault = opts.faults?.schedule.next('tools', name)
     if (fault !== undefined) {
       // between the checks and the suite's tool: every adapter meets it the same way
-      const outcome = await runToolCall(fault, opts.faults!.profile, name, async () => tool.run(args as Record<string, unknown>, { attemptUid, taskId: task.id, fixtures, env }), opts.signal)
-      const faulted = { ...base, injected_fault: fault.kind, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) }
+      const outcome = await runToolCall(fault, opts.faults!.profile, name, async () => tool.run(guarded.args as Record<string, unknown>, { attemptUid, taskId: task.id, fixtures, env }), opts.signal)
+      const faulted = { ...base, ...interception, injected_fault: fault.kind, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) }
       return record(outcome.ok ? { ...faulted, result: outcome.result } : { ...faulted, error: outcome.error }, outcome)
     }
     try {
-      const result = await tool.run(args as Record<string, unknown>, { attemptUid, taskId: task.id, fixtures, env })
+      const result = await tool.run(guarded.args as Record<string, unknown>, { attemptUid, taskId: task.id, fixtures, env })
       return record(
-        { ...base, result, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) },
+        { ...base, ...interception, result, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) },
         { ok: true, result },
       )
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error)
       return record(
-        { ...base, error: message, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) },
+        { ...base, ...interception, error: message, retry_index: retryIndex, duration_ms: Math.max(0, now() - started) },
         { ok: false, error: message },
       )
     }

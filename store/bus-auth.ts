@@ -4,7 +4,7 @@
  * - The embedded nats-server starts with generated credentials — one user per role, kept with the
  *   results key in `FORGE_HOME/secrets/bus.json` (0600, directory 0700) — and per-role permissions:
  *   workers publish results and progress, the ingester consumes the results stream and answers
- *   store queries, the CLI asks queries and writes baselines, regrades and review resolutions; no
+ *   store queries, the CLI asks queries and writes baselines, regrades, review resolutions and audit seals; no
  *   role but the ingester may consume the stream or answer queries.
  *   Nobody else can connect. Fleet mode reads a role's credentials (and TLS files) from the
  *   environment (FORGE_NATS_USER / FORGE_NATS_PASSWORD, FORGE_NATS_TLS_*), e.g. a mounted secret.
@@ -77,7 +77,8 @@ export function rolePermissions(role: BusRole): { publish: string[]; subscribe: 
       return { publish: ['$JS.API.>', '$JS.ACK.FORGE_RESULTS.>'], subscribe: ['forge.store.query', 'forge.ingester.ping', '_INBOX.>'], allowResponses: true }
     case 'cli':
       return {
-        publish: ['forge.store.query', 'forge.ingester.ping', 'forge.results.baseline', 'forge.results.regrade', 'forge.results.review', ...readStream],
+        // audit seals: the chain's links and the run record carrying its new head (app/audit.ts)
+        publish: ['forge.store.query', 'forge.ingester.ping', 'forge.results.baseline', 'forge.results.regrade', 'forge.results.review', 'forge.results.audit', 'forge.results.run', ...readStream],
         subscribe: ['forge.progress.>', '_INBOX.>'],
       }
   }

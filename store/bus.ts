@@ -6,7 +6,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { headers as natsHeaders, nanos } from '@nats-io/nats-core'
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream'
-import type { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
+import type { AttemptRegrade, AttemptResult, AuditRecord, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecordInput, StoredTrace } from '../core/contracts/index.js'
 import { BusError } from './errors.js'
 import { busAccess, SIGNATURE_HEADER, signMessage, taggedMsgId, type BusRole } from './bus-auth.js'
 
@@ -22,6 +22,8 @@ export const subjects = {
   judge: 'forge.results.judge',
   regrade: 'forge.results.regrade',
   review: 'forge.results.review',
+  /** audit entries of regrades and resolutions, and the links of a run's chain (app/audit.ts) */
+  audit: 'forge.results.audit',
   progress: (runId: string) => `forge.progress.${runId}`,
   storeQuery: 'forge.store.query',
   ingesterPing: 'forge.ingester.ping',
@@ -125,11 +127,25 @@ export async function publishAttemptResult(js: JetStreamClient, result: AttemptR
   }
 }
 
-export async function publishRunRecord(js: JetStreamClient, run: RunRecord): Promise<void> {
+export async function publishRunRecord(js: JetStreamClient, run: RunRecordInput): Promise<void> {
   try {
-    await publishResult(js, subjects.run, run, `${run.run_id}@${run.status}`, run.run_id)
+    // a sealed record (its audit head set) is a new message, not a duplicate of the final one
+    await publishResult(js, subjects.run, run, `${run.run_id}@${run.status}${run.audit_head ? `@${run.audit_head}` : ''}`, run.run_id)
   } catch (error) {
     throw new BusError(`publishing run ${run.run_id} failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** The key id that signs audit records (store/bus-auth.ts runKey); run records and results use their run id. */
+export const AUDIT_KEY_ID = 'forge-audit'
+
+/** Publishes audit entries and chain links for the ingester to store; `id` dedups a republished record. */
+export async function publishAuditRecord(js: JetStreamClient, record: AuditRecord, id: string): Promise<void> {
+  try {
+    // one record may hold entries of several runs (regrades): signed under one key id for all audit records
+    await publishResult(js, subjects.audit, record, id, AUDIT_KEY_ID)
+  } catch (error) {
+    throw new BusError(`publishing audit record ${id} failed: ${(error as Error).message}`, { cause: error })
   }
 }
 

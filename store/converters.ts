@@ -1,5 +1,5 @@
 /** Pure row↔domain converters for the ClickHouse tables. */
-import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts/index.js'
+import { RunRecord, type AttemptResult, type BaselineRecord, type RunRecordInput } from '../core/contracts/index.js'
 
 /** ClickHouse DateTime64(3) text for an epoch-millisecond instant (UTC). */
 export function toChDateTime(ms: number): string {
@@ -57,6 +57,8 @@ export interface ToolCallRow {
   error: string
   refused: string
   injected_fault: string
+  /** the answer guard's interceptions (JSON list of answer sources); '' when none (migration 10) */
+  intercepted: string
   retry_index: number
   started_ms: number
   duration_ms: number
@@ -83,8 +85,13 @@ export interface RunRow {
   judge_prompt_version: string
   stop_width: number
   stopped_tasks: string[]
-  /** absent in rows read before migration 7 */
+  /** absent in rows read before migration 9 */
   isolation?: string
+  // migration 10; absent from rows read before it
+  redacted?: number
+  guard_answers?: number
+  audit_head?: string
+  audit_signature?: string
   fault_profile_hash: string
   fault_mode: string
   fault_rate: number
@@ -152,6 +159,7 @@ export function toolCallsToRows(a: AttemptResult, ingestedAt: number): ToolCallR
     error: c.error ?? '',
     refused: c.refused ?? '',
     injected_fault: c.injected_fault ?? '',
+    intercepted: c.intercepted === undefined ? '' : JSON.stringify(c.intercepted),
     retry_index: c.retry_index,
     started_ms: c.started_ms,
     duration_ms: c.duration_ms,
@@ -159,7 +167,8 @@ export function toolCallsToRows(a: AttemptResult, ingestedAt: number): ToolCallR
   }))
 }
 
-export function runToRow(r: RunRecord): RunRow {
+export function runToRow(input: RunRecordInput): RunRow {
+  const r = RunRecord.parse(input)
   return {
     run_id: r.run_id,
     suite: r.suite,
@@ -181,6 +190,10 @@ export function runToRow(r: RunRecord): RunRow {
     stop_width: r.stop_width,
     stopped_tasks: r.stopped_tasks,
     isolation: r.isolation ?? '',
+    redacted: r.redacted ? 1 : 0,
+    guard_answers: r.guard_answers ? 1 : 0,
+    audit_head: r.audit_head,
+    audit_signature: r.audit_signature,
     fault_profile_hash: r.fault_profile_hash ?? '',
     fault_mode: r.fault_mode ?? '',
     fault_rate: r.fault_rate ?? 0,
@@ -210,8 +223,13 @@ export function rowToRun(row: RunRow): RunRecord {
     judge_prompt_version: row.judge_prompt_version,
     stop_width: Number(row.stop_width),
     stopped_tasks: row.stopped_tasks,
-    // '' (no agent code, or a run stored before migration 7) reads back as absent
+    // '' (no agent code, or a run stored before migration 9) reads back as absent
     ...(row.isolation ? { isolation: row.isolation } : {}),
+    // rows written before migration 10 lack the columns: their defaults
+    redacted: row.redacted === undefined ? true : Number(row.redacted) === 1,
+    guard_answers: Number(row.guard_answers ?? 0) === 1,
+    audit_head: row.audit_head ?? '',
+    audit_signature: row.audit_signature ?? '',
     // a run without faults (or written before migration 8) has no fault stamps
     ...(row.fault_profile_hash
       ? {

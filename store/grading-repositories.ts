@@ -4,6 +4,7 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client'
 import { AttemptResult, StoredTrace, type AttemptRegrade, type Grade, type Judgement, type JudgeOutcome, type ReviewResolution, type Tier2Result } from '../core/contracts/index.js'
+import { insertAuditEntries } from './audit.js'
 import type { StoreReader } from './clickhouse.js'
 import {
   judgementToRow,
@@ -27,6 +28,7 @@ const insert = async (client: ClickHouseClient, table: string, values: unknown[]
 export async function insertAttemptGrading(client: ClickHouseClient, attempts: readonly AttemptResult[], ingestedAt: number): Promise<void> {
   await insert(client, 'metrics', attempts.flatMap((a) => metricsToRows(a, 1, a.metrics ?? [], ingestedAt)))
   await insert(client, 'judgements', attempts.flatMap((a) => (a.judgement ? [judgementToRow(a.judgement, ingestedAt)] : [])))
+  await insertAuditEntries(client, attempts.flatMap((a) => (a.audit ? [a.audit] : [])), ingestedAt)
 }
 
 export async function insertStoredTraces(client: ClickHouseClient, traces: readonly StoredTrace[], ingestedAt: number): Promise<void> {
@@ -36,6 +38,7 @@ export async function insertStoredTraces(client: ClickHouseClient, traces: reado
 export async function insertJudgeOutcomes(client: ClickHouseClient, outcomes: readonly JudgeOutcome[], ingestedAt: number): Promise<void> {
   await insert(client, 'metrics', outcomes.flatMap((o) => metricsToRows(o, o.grading_version, o.metrics, ingestedAt)))
   await insert(client, 'judgements', outcomes.flatMap((o) => (o.judgement ? [judgementToRow(o.judgement, ingestedAt)] : [])))
+  await insertAuditEntries(client, outcomes.flatMap((o) => (o.audit ? [o.audit] : [])), ingestedAt)
 }
 
 export async function insertRegrades(client: ClickHouseClient, regrades: readonly AttemptRegrade[], ingestedAt: number): Promise<void> {

@@ -325,6 +325,50 @@ export const migrations: readonly Migration[] = [
     up: [`ALTER TABLE runs ADD COLUMN IF NOT EXISTS isolation LowCardinality(String) DEFAULT ''`],
     down: ['ALTER TABLE runs DROP COLUMN IF EXISTS isolation'],
   },
+  {
+    version: 10,
+    name: 'issue 11: redaction and answer-guard stamps on runs, tool-call interceptions, audit entries and hash chain',
+    up: [
+      `ALTER TABLE runs
+        ADD COLUMN IF NOT EXISTS redacted UInt8 DEFAULT 1,
+        ADD COLUMN IF NOT EXISTS guard_answers UInt8 DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS audit_head String DEFAULT '',
+        ADD COLUMN IF NOT EXISTS audit_signature String DEFAULT ''`,
+      // what the answer guard redacted from a call's arguments (JSON list of where the answer came from); '' when nothing
+      `ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS intercepted String DEFAULT ''`,
+      // one entry per stored result (an attempt with its rows, a regrade, a review resolution): its content hash over
+      // the canonical form of its rows, and the digests of each row and field (core/audit.ts), so verify names what changed
+      `CREATE TABLE IF NOT EXISTS audit_entries (
+        run_id String,
+        entry_kind LowCardinality(String),
+        entry_key String,
+        content_hash String,
+        manifest String CODEC(ZSTD(3)),
+        created_at DateTime64(3, 'UTC')
+      ) ENGINE = ReplacingMergeTree(created_at) ORDER BY (run_id, entry_kind, entry_key) ${dedup}`,
+      // the run's hash chain over its entries in a fixed order; regrades and resolutions append links, none is rewritten
+      `CREATE TABLE IF NOT EXISTS audit_chain (
+        run_id String,
+        seq UInt32,
+        entry_kind LowCardinality(String),
+        entry_key String,
+        content_hash String,
+        prev_hash String,
+        link_hash String,
+        sealed_at DateTime64(3, 'UTC')
+      ) ENGINE = ReplacingMergeTree(sealed_at) ORDER BY (run_id, seq) ${dedup}`,
+    ],
+    down: [
+      'DROP TABLE IF EXISTS audit_chain',
+      'DROP TABLE IF EXISTS audit_entries',
+      'ALTER TABLE tool_calls DROP COLUMN IF EXISTS intercepted',
+      `ALTER TABLE runs
+        DROP COLUMN IF EXISTS redacted,
+        DROP COLUMN IF EXISTS guard_answers,
+        DROP COLUMN IF EXISTS audit_head,
+        DROP COLUMN IF EXISTS audit_signature`,
+    ],
+  },
 ]
 
 export interface MigrateOptions {

@@ -10,7 +10,7 @@
  */
 
 /** Settings a read may set itself (Forge's own queries use join_use_nulls); anything else is refused. */
-export const ALLOWED_QUERY_SETTINGS = ['join_use_nulls', 'max_threads', 'max_block_size'] as const
+export const ALLOWED_QUERY_SETTINGS = ['join_use_nulls', 'max_threads', 'max_block_size', 'output_format_json_quote_64bit_integers'] as const
 
 /** Table functions that read files, URLs, other servers or run programs. */
 export const REFUSED_TABLE_FUNCTIONS = [

@@ -1,7 +1,7 @@
 /** One place per table for writes and the read queries the product needs; all reads use FINAL. */
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { Measure, MeasureRanks, ToolSequenceCount } from '../core/compare.js'
-import type { AttemptResult, BaselineRecord, RunRecord } from '../core/contracts/index.js'
+import type { AttemptResult, BaselineRecord, RunRecord, RunRecordInput } from '../core/contracts/index.js'
 import { LATENCY_QUANTILES, type AttemptMeasurement, type SuiteAggregate, type TaskAggregate } from '../core/report.js'
 import type { StoreReader } from './clickhouse.js'
 import { attemptToRow, baselineToRow, rowToBaseline, rowToRun, runToRow, toolCallsToRows, type BaselineRow, type RunRow } from './converters.js'
@@ -14,7 +14,7 @@ export async function insertAttempts(client: ClickHouseClient, attempts: Attempt
   if (calls.length > 0) await client.insert({ table: 'tool_calls', values: calls, format: 'JSONEachRow' })
 }
 
-export async function insertRuns(client: ClickHouseClient, runs: RunRecord[]): Promise<void> {
+export async function insertRuns(client: ClickHouseClient, runs: RunRecordInput[]): Promise<void> {
   if (runs.length === 0) return
   await client.insert({ table: 'runs', values: runs.map(runToRow), format: 'JSONEachRow' })
 }

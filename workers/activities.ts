@@ -8,13 +8,15 @@ import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
+import { auditEntryOf } from '../core/audit.js'
 import type { RunPlan, RunRecord } from '../core/contracts/index.js'
 import { canonicalJson } from '../core/faults.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
+import { attemptAuditRows } from '../store/audit.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
 import { getAdapter } from '../engine/adapters/index.js'
 import { runAttempt as executeAttemptFully } from '../engine/attempt-runner.js'
-import { SuiteLoadError, UnknownAdapterError } from '../engine/errors.js'
+import { SecretRefError, SuiteLoadError, UnknownAdapterError } from '../engine/errors.js'
 import { PriceTableError } from '../engine/llm/errors.js'
 import { loadPriceTable } from '../engine/llm/price-table.js'
 import type { Logger } from '../engine/logger.js'
@@ -81,13 +83,20 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           priceTable,
           ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
           ...(input.faults !== undefined ? { faults: input.faults } : {}),
+          redact: input.no_redact !== true,
+          guardAnswers: input.guard_answers === true,
+        }).catch((error: unknown) => {
+          throw error instanceof SecretRefError ? ApplicationFailure.nonRetryable(error.message, 'SecretRefError') : error
         })
         const { grading } = execution
-        const result = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
+        const graded = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
+        const storedTrace = storedTraceOf(execution.result, execution.trace, grading.env, now())
+        // the content hash of what is stored, over the rows the ingester will insert; a judge worker that runs tier 2 replaces the judgement
+        const judgementReplaced = input.judge !== undefined && grading.judge?.golden_divergence === true
+        const result = { ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, storedTrace, !judgementReplaced)) }
         // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
-        const stored = storedTraceOf(execution.result, execution.trace, grading.env, now())
-        await Promise.all([publishStoredTrace(deps.js, stored), publishAttemptResult(deps.js, result)])
-        logAttempt(deps.logger, stored, result)
+        await Promise.all([publishStoredTrace(deps.js, storedTrace), publishAttemptResult(deps.js, result)])
+        logAttempt(deps.logger, storedTrace, result)
         publishProgress(deps.nc, input.run_id, {
           attempt_uid: result.attempt_uid,
           task_id: result.task_id,
@@ -132,6 +141,8 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         stop_width: plan.sequential?.width ?? 0,
         stopped_tasks: stopped_tasks ?? [],
         isolation: isolationOf(plan.adapter, plan.adapter_config),
+        redacted: plan.redact,
+        guard_answers: plan.guard_answers,
         ...faultStampsOf(plan),
       })
       return startedAt

@@ -15,6 +15,10 @@ export interface AttemptInput {
   attempt: number
   /** the run's judge (RunPlan.judge); set only when the run has one */
   judge?: JudgeSettings
+  /** set only for runs started with --no-redact, so other inputs stay as they were */
+  no_redact?: true
+  /** set only for runs started with --guard-answers */
+  guard_answers?: true
   /** the run's fault profile (RunPlan.faults); set only when the run injects faults */
   faults?: FaultProfile
 }

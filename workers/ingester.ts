@@ -6,11 +6,12 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { jetstream, type JsMsg } from '@nats-io/jetstream'
 import type { NatsConnection, Subscription } from '@nats-io/transport-node'
-import { AttemptRegrade, AttemptResult, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
+import { AttemptRegrade, AttemptResult, AuditRecord, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
+import { insertAuditRecords } from '../store/audit.js'
 import { queryRows } from '../store/clickhouse.js'
 import { QueryRefusedError } from '../store/errors.js'
 import { SIGNATURE_HEADER, verifyMessage } from '../store/bus-auth.js'
-import { encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
+import { AUDIT_KEY_ID, encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
 import { insertAttempts, insertBaselines, insertRuns } from '../store/repositories.js'
 import { insertAttemptGrading, insertJudgeOutcomes, insertRegrades, insertResolutions, insertStoredTraces } from '../store/grading-repositories.js'
 import { SweepRecord } from '../core/contracts/sweep.js'
@@ -148,11 +149,11 @@ interface GradingLane {
   /** calls `flush` when the lane becomes due (once at a time) */
   schedule(flush: () => Promise<void>): void
   cancelSchedule(): void
-  rows: { attempts: AttemptResult[]; traces: Map<string, StoredTrace>; judged: JudgeOutcome[]; regrades: AttemptRegrade[]; resolutions: ReviewResolution[] }
+  rows: { attempts: AttemptResult[]; traces: Map<string, StoredTrace>; judged: JudgeOutcome[]; regrades: AttemptRegrade[]; resolutions: ReviewResolution[]; audits: AuditRecord[] }
 }
 
 function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: number, flushMs: number): GradingLane {
-  const lane = { attempts: [] as AttemptResult[], traces: new Map<string, StoredTrace>(), judged: [] as JudgeOutcome[], regrades: [] as AttemptRegrade[], resolutions: [] as ReviewResolution[], msgs: [] as JsMsg[], since: 0 }
+  const lane = { attempts: [] as AttemptResult[], traces: new Map<string, StoredTrace>(), judged: [] as JudgeOutcome[], regrades: [] as AttemptRegrade[], resolutions: [] as ReviewResolution[], audits: [] as AuditRecord[], msgs: [] as JsMsg[], since: 0 }
   let timer: NodeJS.Timeout | undefined
   return {
     rows: lane,
@@ -166,7 +167,7 @@ function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: n
     due: (stopping) => lane.msgs.length > 0 && (stopping || lane.msgs.length >= batchSize || Date.now() - lane.since >= flushMs),
     async ingest() {
       const taken = { ...lane, traces: [...lane.traces.values()] }
-      Object.assign(lane, { attempts: [], traces: new Map(), judged: [], regrades: [], resolutions: [], msgs: [], since: 0 })
+      Object.assign(lane, { attempts: [], traces: new Map(), judged: [], regrades: [], resolutions: [], audits: [], msgs: [], since: 0 })
       try {
         const now = Date.now()
         await insertAttemptGrading(store, taken.attempts, now)
@@ -174,6 +175,7 @@ function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: n
         await insertJudgeOutcomes(store, taken.judged, now)
         await insertRegrades(store, taken.regrades, now)
         await insertResolutions(store, taken.resolutions)
+        await insertAuditRecords(store, taken.audits, now)
       } catch (error) {
         logger.error({ err: error, messages: taken.msgs.length }, 'grading insert failed; messages will be redelivered')
         for (const msg of taken.msgs) msg.nak(1000)
@@ -275,6 +277,7 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, resultsKey: string | un
           if (value.kind === 'trace') rows.traces.set(value.value.attempt_uid, value.value)
           else if (value.kind === 'judge') rows.judged.push(value.value)
           else if (value.kind === 'regrade') rows.regrades.push(value.value)
+          else if (value.kind === 'audit') rows.audits.push(value.value)
           else rows.resolutions.push(value.value)
         },
       })
@@ -291,6 +294,7 @@ type Parsed =
   | { ok: true; kind: 'judge'; value: JudgeOutcome }
   | { ok: true; kind: 'regrade'; value: AttemptRegrade }
   | { ok: true; kind: 'review'; value: ReviewResolution }
+  | { ok: true; kind: 'audit'; value: AuditRecord }
   | { ok: true; kind: 'sweep'; value: SweepRecord }
   | { ok: false; error: string }
 
@@ -299,7 +303,7 @@ function authenticated(parsed: Parsed, msg: JsMsg, resultsKey: string | undefine
   if (!parsed.ok || resultsKey === undefined) return parsed
   const signature = msg.headers?.get(SIGNATURE_HEADER)
   // a sweep's messages are keyed by its sweep id, everything else by its run id
-  const keyId = 'run_id' in parsed.value ? parsed.value.run_id : parsed.value.sweep_id
+  const keyId = parsed.kind === 'audit' ? AUDIT_KEY_ID : 'run_id' in parsed.value ? parsed.value.run_id : parsed.value.sweep_id
   if (verifyMessage(resultsKey, keyId, msg.subject, msg.data, signature === '' ? undefined : signature)) return parsed
   return { ok: false, error: `${signature ? 'a wrong' : 'no'} ${SIGNATURE_HEADER}: not signed by a Forge component holding the results key` }
 }
@@ -334,6 +338,10 @@ function parseMessage(msg: JsMsg): Parsed {
   if (msg.subject === subjects.review) {
     const r = ReviewResolution.safeParse(data)
     return r.success ? { ok: true, kind: 'review', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
+  }
+  if (msg.subject === subjects.audit) {
+    const r = AuditRecord.safeParse(data)
+    return r.success ? { ok: true, kind: 'audit', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
   }
   if (msg.subject === SWEEP_SUBJECT) {
     const r = SweepRecord.safeParse(data)

@@ -43,6 +43,8 @@ export function attemptInputOf(plan: RunPlan, taskId: string, attempt: number): 
     task_id: taskId,
     attempt,
     ...(plan.judge !== undefined ? { judge: plan.judge } : {}),
+    ...(plan.redact === false ? { no_redact: true as const } : {}),
+    ...(plan.guard_answers === true ? { guard_answers: true as const } : {}),
     ...(plan.faults !== undefined ? { faults: plan.faults.profile } : {}),
   }
 }

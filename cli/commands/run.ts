@@ -23,6 +23,11 @@ export default class Run extends ForgeCommand {
     '<%= config.bin %> run --suite smoke --task echo_greeting --task sum_two_numbers --json',
     '<%= config.bin %> run --suite toy_math --attempts 200 --dry-run',
     '<%= config.bin %> run --suite smoke --attempts 100 --stop-at-width 0.3 --price-table ./prices/default.yaml',
+    '<%= config.bin %> run --suite smoke --attempts 3 --guard-answers',
+    {
+      description: 'An agent given an API key by reference, resolved by the worker and never stored (needs OPENAI_API_KEY in the environment).',
+      command: `<%= config.bin %> run --suite smoke --adapter subprocess --adapter-config '{"command":["node","examples/agents/echo-agent.mjs"],"env":{"OPENAI_API_KEY":{"from_env":"OPENAI_API_KEY"}}}'`,
+    },
     '<%= config.bin %> run --suite smoke --attempts 10 --seed 7 --fault-profile examples/faults/flaky-tools.yaml',
     '<%= config.bin %> run --suite toy_math --attempts 10 --fault-rate 0.2 --fault-kinds 500,garbage --fault-mode burst --fault-window 3',
     '<%= config.bin %> run --suite toy_math --attempts 10 --seed 7 --fault-sweep 0,0.2,0.4 --fault-kinds 500,slow',
@@ -68,6 +73,12 @@ export default class Run extends ForgeCommand {
     'golden-divergence': Flags.boolean({ summary: 'Tier 2: localize failed attempts of tasks with a golden trace (default on with --judge-model).', allowNo: true, default: true }),
     'judge-max-tokens': Flags.integer({ summary: 'Completion tokens per judge call (default 512).', min: 1 }),
     'judge-temperature': Flags.string({ summary: 'Judge sampling temperature (default 0).' }),
+    redact: Flags.boolean({
+      summary: 'Redact secrets and PII from everything workers publish (default on); --no-redact stores them as produced and is stamped on the run.',
+      allowNo: true,
+      default: true,
+    }),
+    'guard-answers': Flags.boolean({ summary: "Answer guard: redact the task's expected answers from tool arguments before the tool runs, record and count each interception." }),
     ...faultFlags,
     'no-sandbox': Flags.boolean({
       summary: 'Run subprocess, pydantic-ai and module agents without the sandbox (module agents in the worker process); every attempt is marked degraded.',
@@ -129,6 +140,8 @@ function printRunReport(command: { log(line: string): void; warn(message: string
   if (report.attempts < report.expected_attempts - report.not_executed) {
     command.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
   }
+  if (report.run?.redacted === false) command.warn('not redacted (--no-redact): secrets and PII are stored as the agents produced them')
+  command.log(`audit head ${report.audit.head}${report.audit.signature !== '' ? ' (signed with FORGE_AUDIT_KEY)' : ''}: forge audit verify --run-id ${report.run_id} checks it`)
 }
 
 function printDryRun(log: (line: string) => void, plan: DryRunReport): void {

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod'
 import { AttemptKey } from './attempt-key.js'
+import { AuditEntryMessage } from './audit.js'
 import { FailureBucket, Outcome, Validity } from './outcome.js'
 
 /**
@@ -122,6 +123,8 @@ export const JudgeOutcome = AttemptKey.extend({
   grading_version: z.number().int().positive().default(1),
   metrics: z.array(MetricValue),
   judgement: Judgement.nullable(),
+  /** the audit entry of these rows (core/audit.ts), stored in `audit_entries` */
+  audit: AuditEntryMessage.optional(),
 })
 export type JudgeOutcome = z.infer<typeof JudgeOutcome>
 

@@ -14,4 +14,5 @@ export * from './grading.js' // Grade, InvariantResult, JudgeStamp, MetricValue,
 export * from './result.js' // AttemptResult, EnvironmentReport, StoredTrace
 export * from './run.js' // RunPlan, RunRecord, JudgeSettings, JudgeSettingsInput, SequentialRule
 export * from './baseline.js' // BaselineRecord
+export * from './audit.js' // AuditEntryMessage, AuditLinkMessage, AuditRecord
 export * from './faults.js' // FaultKind, FaultTarget, FaultMode, FaultRule, FaultProfile, FaultPlan

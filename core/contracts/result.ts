@@ -4,6 +4,7 @@
  */
 import { z } from 'zod'
 import { AttemptKey } from './attempt-key.js'
+import { AuditEntryMessage } from './audit.js'
 import { Grade, InvariantResult, Judgement, MetricValue } from './grading.js'
 import { FailureBucket, Outcome, Validity } from './outcome.js'
 import { BudgetLimit } from './task.js'
@@ -59,6 +60,8 @@ export const AttemptResult = AttemptKey.extend({
   metrics: z.array(MetricValue).optional(),
   /** tier 2 / tier 3 as the attempt worker decided them, stored in `judgements`; set by the attempt activity */
   judgement: Judgement.optional(),
+  /** the audit entry of this result (core/audit.ts), stored in `audit_entries`; set by the attempt activity */
+  audit: AuditEntryMessage.optional(),
 })
 export type AttemptResult = z.infer<typeof AttemptResult>
 

@@ -82,6 +82,10 @@ export const RunPlan = z.object({
   sequential: SequentialRule.optional(),
   /** absent: no judge activity is scheduled (the workflow history stays as before judging existed) */
   judge: JudgeSettings.optional(),
+  /** false (`forge run --no-redact`): workers store secrets and PII as the agent produced them */
+  redact: z.boolean().default(true),
+  /** `forge run --guard-answers`: the tool proxy redacts the task's expected answers from tool arguments */
+  guard_answers: z.boolean().default(false),
   /** absent: no fault is injected (attempt inputs stay as before fault injection existed) */
   faults: FaultPlan.optional(),
 })
@@ -114,6 +118,14 @@ export const RunRecord = z.object({
   stopped_tasks: z.array(z.string()).default([]),
   /** how agent code was isolated: sandbox, unsandboxed (--no-sandbox), in-process (module, sandbox: false); '' when the adapter runs none */
   isolation: z.string().optional(),
+  /** false: the run was started with --no-redact (secrets and PII stored as produced) */
+  redacted: z.boolean().default(true),
+  /** the run was started with --guard-answers */
+  guard_answers: z.boolean().default(false),
+  /** the head of the run's audit hash chain (core/audit.ts); '' until the run is sealed */
+  audit_head: z.string().default(''),
+  /** HMAC-SHA256 of the head under FORGE_AUDIT_KEY; '' without a key */
+  audit_signature: z.string().default(''),
   // fault stamps (issue 13); absent or '' = the run injected no faults
   /** the fault profile the run injected (FaultPlan.profile_hash); compare warns when two runs differ */
   fault_profile_hash: z.string().optional(),
@@ -127,4 +139,6 @@ export const RunRecord = z.object({
   fault_profile: z.string().optional(),
 })
 export type RunRecord = z.infer<typeof RunRecord>
+/** A run record as written: the stamps with defaults may be left out. */
+export type RunRecordInput = z.input<typeof RunRecord>
 

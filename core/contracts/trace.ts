@@ -14,6 +14,8 @@ export const ToolCall = z.object({
   /** why the harness refused the call, when it did: a tool not on the allowlist, a denylisted one, bad args, past budget. */
   refused: z.enum(['hallucinated_tool', 'disallowed_tool', 'malformed_tool_call', 'budget_exhausted']).optional(),
   injected_fault: z.string().optional(),
+  /** the answer guard replaced expected answers in the arguments the tool received; where each came from (`outcome_graders[0].expected`) */
+  intercepted: z.array(z.string()).optional(),
   retry_index: z.number().int().nonnegative(),
   started_ms: z.number().nonnegative(),
   duration_ms: z.number().nonnegative(),
@@ -57,6 +59,8 @@ export const AgentTrace = z.object({
    * endpoint); set by the adapter, it makes the attempt's validity `degraded`
    */
   isolation_degraded: z.string().optional(),
+  /** the answer guard checked this attempt's tool arguments (forge run --guard-answers) */
+  answer_guard: z.boolean().optional(),
 })
 export type AgentTrace = z.infer<typeof AgentTrace>
 export type AgentTraceInput = z.input<typeof AgentTrace>

@@ -1,5 +1,5 @@
 /**
- * The metric registry: 17 deterministic metrics (tool usage, budget, output format, security,
+ * The metric registry: 18 deterministic metrics (tool usage, budget, output format, security,
  * state) and 11 LLM-judge metrics (quality, safety, tool use), each with a name, description and
  * version. Deterministic metrics run on every attempt in the attempt worker; judge metrics run in
  * the judge worker, by default only for attempts whose gating deterministic metrics passed. Pure.

@@ -18,6 +18,8 @@ export interface MetricInput {
   task: Task
   grades: readonly Grade[]
   invariants: readonly InvariantResult[]
+  /** values the worker holds as secret (its secret-named environment, secrets passed to the agent): secret_leak looks for them */
+  secrets?: readonly string[]
 }
 
 /** A deterministic metric's reading: `value` null means there was nothing to measure (not applicable). */

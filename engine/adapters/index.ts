@@ -5,6 +5,7 @@
  */
 import { z } from 'zod'
 import type { AgentAdapter } from '../../core/plugins.js'
+import { withSecretRefsAsText } from '../../core/secret-refs.js'
 import { UnknownAdapterError } from '../errors.js'
 import { configProblems } from './config-schema.js'
 import { httpAdapter, HttpConfig } from './http.js'
@@ -125,7 +126,8 @@ export function validateAdapterConfig(name: string, config: Record<string, unkno
     const message = `unknown adapter "${name}" (known adapters: ${adapterNames().join(', ')})`
     return { ok: false, message, problems: [message] }
   }
-  const parsed = registration.configSchema.safeParse(config)
+  // secrets given by reference are resolved on the worker; here they stand for strings
+  const parsed = registration.configSchema.safeParse(withSecretRefsAsText(config))
   if (parsed.success) return { ok: true }
   const problems = configProblems(registration.configSchema, parsed.error)
   return { ok: false, message: `invalid --adapter-config for adapter "${name}": ${problems.join('; ')}`, problems }

@@ -6,6 +6,7 @@
  * into a new grading version, judge stamps that forge compare warns about.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { verifyRun } from '../../app/audit.js'
 import { runSuite, type RunReport } from '../../app/run.js'
 import { openReader } from '../../app/store-access.js'
 import type { JudgeAgreementReport } from '../../app/judge-agreement.js'
@@ -114,14 +115,17 @@ describe('grading on the embedded stack with a scripted judge', () => {
       },
       'judge metric rows and tier-2 judgements',
     )
+    // issue 11: each judge outcome is a result of its own in the run's audit chain, after the 40 attempts
+    const audit = await verifyRun(stack.config, runId)
+    expect({ intact: audit.intact, problems: audit.problems, links: audit.links }).toEqual({ intact: true, problems: [], links: 40 + (report.judged ?? 0) })
 
-    // every attempt: 17 deterministic metric rows, each with its version; a trace stored beside it
+    // every attempt: 18 deterministic metric rows, each with its version; a trace stored beside it
     const perKind = await query<{ kind: string; metrics: string; rows: string; versions: number[] }>(
-      'SELECT kind, uniqExact(metric) AS metrics, count() AS rows, groupUniqArray(metric_version) AS versions FROM metrics FINAL WHERE run_id = {run:String} GROUP BY kind ORDER BY kind',
+      'SELECT kind, uniqExact(metric) AS metrics, count() AS rows, arraySort(groupUniqArray(metric_version)) AS versions FROM metrics FINAL WHERE run_id = {run:String} GROUP BY kind ORDER BY kind',
       { run: runId },
     )
     expect(perKind.map((r) => ({ ...r, metrics: Number(r.metrics), rows: Number(r.rows) }))).toEqual([
-      { kind: 'deterministic', metrics: 17, rows: 17 * 40, versions: [1] },
+      { kind: 'deterministic', metrics: 18, rows: 18 * 40, versions: [1, 2] },
       { kind: 'judge', metrics: 2, rows: 80, versions: [1] },
     ])
     const [traces] = await query<{ n: string }>('SELECT count() AS n FROM traces FINAL WHERE run_id = {run:String}', { run: runId })
@@ -176,7 +180,7 @@ describe('grading on the embedded stack with a scripted judge', () => {
     const detail = json<ReviewDetail>(['review', 'show', target.attempt_uid])
     expect(detail.judgement.review_packet).toMatchObject({ task_id: 'count_words', golden: 'count_words', tier2: { status: 'errored' } })
     expect(detail.judgement.review_packet?.steps.length).toBeGreaterThan(0)
-    expect(detail.metrics.filter((m) => m.kind === 'deterministic')).toHaveLength(17)
+    expect(detail.metrics.filter((m) => m.kind === 'deterministic')).toHaveLength(18)
     expect(detail.trace).toMatchObject({ truncated: [] })
 
     const text = forge(['review', 'show', target.attempt_uid], stack.env)
@@ -189,6 +193,9 @@ describe('grading on the embedded stack with a scripted judge', () => {
     expect(stillOpen.map((e) => e.attempt_uid)).toEqual(open.slice(1).map((e) => e.attempt_uid))
     expect(json<ReviewQueueEntry[]>(['review', 'list', '--run-id', runId, '--state', 'resolved'])).toMatchObject([{ attempt_uid: target.attempt_uid, resolution: 'fail', reviewer: 'tester', resolutions: 1 }])
     expect(json<ReviewDetail>(['review', 'show', target.attempt_uid]).resolutions).toHaveLength(1)
+    // issue 11: the resolution extended the run's audit chain by one link, after the head forge run sealed
+    const audited = json<{ intact: boolean; links: number; problems: unknown[] }>(['audit', 'verify', '--run-id', runId])
+    expect({ intact: audited.intact, links: audited.links, problems: audited.problems }).toEqual({ intact: true, links: 40 + (report.judged ?? 0) + 1, problems: [] })
 
     const bad = forge(['review', 'resolve', target.attempt_uid, '--verdict', 'fail', '--failure-bucket', 'oops'], stack.env)
     expect(bad.status).toBe(2)

@@ -27,7 +27,7 @@ describe('ClickHouse migrations (chDB)', () => {
   it('applies every migration once, in order, and is a no-op the second time', async () => {
     expect(await migrate(client)).toEqual(migrations.map((m) => m.version))
     expect(await migrate(client)).toEqual([])
-    expect(await tables()).toEqual(['attempt_grades', 'attempts', 'baselines', 'judgements', 'metrics', 'review_resolutions', 'runs', 'sweep_cells', 'sweeps', 'tool_calls', 'traces'])
+    expect(await tables()).toEqual(['attempt_grades', 'attempts', 'audit_chain', 'audit_entries', 'baselines', 'judgements', 'metrics', 'review_resolutions', 'runs', 'sweep_cells', 'sweeps', 'tool_calls', 'traces'])
   })
 
   it('rolls back newest first and re-applies', async () => {
@@ -35,7 +35,7 @@ describe('ClickHouse migrations (chDB)', () => {
     expect(await tables()).toEqual(['runs'])
     expect(await runColumns()).not.toContain('suite_hash')
     expect(await migrate(client)).toEqual(migrations.map((m) => m.version).filter((v) => v > 1))
-    expect(await tables()).toEqual(['attempt_grades', 'attempts', 'baselines', 'judgements', 'metrics', 'review_resolutions', 'runs', 'sweep_cells', 'sweeps', 'tool_calls', 'traces'])
+    expect(await tables()).toEqual(['attempt_grades', 'attempts', 'audit_chain', 'audit_entries', 'baselines', 'judgements', 'metrics', 'review_resolutions', 'runs', 'sweep_cells', 'sweeps', 'tool_calls', 'traces'])
   })
 
   it('adds the comparability stamps to runs, with defaults for rows written before them', async () => {
@@ -86,5 +86,18 @@ describe('ClickHouse migrations (chDB)', () => {
     expect(await migrate(client, 9)).toEqual([9])
     const [row] = await queryRows<Record<string, unknown>>(client, "SELECT isolation FROM runs FINAL WHERE run_id = 'before-9'")
     expect(row).toEqual({ isolation: '' })
+  })
+
+  it('gives runs written before issue 11 redacted = 1, no answer guard and no audit head; rolls the audit tables back', async () => {
+    await rollback(client, 9)
+    expect(await tables()).not.toContain('audit_chain')
+    await client.insert({
+      table: 'runs',
+      values: [{ run_id: 'pre11', suite: 's', suite_path: '/s', adapter: 'mock', config_id: 'c', attempts: 1, task_count: 1, seed: 'x', status: 'completed', started_at: '2026-11-30 00:00:00.000', finished_at: null, updated_at: '2026-11-30 00:00:00.000', price_table_version: '' }],
+      format: 'JSONEachRow',
+    })
+    expect(await migrate(client, 10)).toEqual([10])
+    const [row] = await queryRows<Record<string, unknown>>(client, "SELECT redacted, guard_answers, audit_head, audit_signature FROM runs FINAL WHERE run_id = 'pre11'")
+    expect(row).toEqual({ redacted: 1, guard_answers: 0, audit_head: '', audit_signature: '' })
   })
 })

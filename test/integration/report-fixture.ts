@@ -1,5 +1,5 @@
 /** A synthetic stored run for report tests: faults, judge verdicts, harness errors, traces — written as the ingester writes. */
-import type { AttemptResult, MetricValue, RunRecord, StoredTrace, ToolCall } from '../../core/contracts/index.js'
+import type { AttemptResult, MetricValue, RunRecordInput, StoredTrace, ToolCall } from '../../core/contracts/index.js'
 import type { ClickHouseClient } from '../../store/clickhouse.js'
 import { insertAttemptGrading, insertStoredTraces } from '../../store/grading-repositories.js'
 import { insertAttempts, insertRuns } from '../../store/repositories.js'
@@ -104,7 +104,7 @@ export async function storeSyntheticRun(client: ClickHouseClient, runId: string,
   await insertAttempts(client, attempts, Date.now())
   await insertAttemptGrading(client, attempts, Date.now())
   await insertStoredTraces(client, attempts.map(storedTraceOf), Date.now())
-  const run: RunRecord = {
+  const run: RunRecordInput = {
     run_id: runId, suite: 'rep', suite_path: '/x', adapter: 'mock', config_id: 'cfg', attempts: perTask, task_count: tasks.length, seed: 's',
     status: 'completed', started_at: 1_764_470_000_000, finished_at: 1_764_470_100_000, updated_at: 1_764_470_100_000,
     price_table_version: 'v1', price_table_date: '2026-11-30', suite_hash: 'ab'.repeat(32), judge_model: 'judge-m', judge_prompt_version: 'p1',

@@ -226,7 +226,7 @@ describe('the tier-0 judge grader inside an attempt', () => {
     const { grading } = await attempt(agent('abc'), settings)
     expect(grading.judge).toEqual({ golden_divergence: true, metrics: true })
     expect(grading.judgement).toMatchObject({ revision: 1, tier0_failed: true, tier2: { status: 'pending' }, needs_human_review: true, review_reasons: ['golden_divergence_pending'] })
-    expect(grading.metrics.filter((m) => m.kind === 'deterministic')).toHaveLength(17)
+    expect(grading.metrics.filter((m) => m.kind === 'deterministic')).toHaveLength(18)
   })
 })
 

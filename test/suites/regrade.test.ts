@@ -47,7 +47,7 @@ describe('regradeOne', () => {
       regraded_at: 99,
       judgement: { grading_version: 2, tier0_failed: true, needs_human_review: true, review_reasons: ['failed_without_golden'] },
     })
-    expect(graded.regrade.metrics).toHaveLength(17)
+    expect(graded.regrade.metrics).toHaveLength(18)
   })
 
   it('carries a previous tier-2 localization over while the attempt still fails', async () => {

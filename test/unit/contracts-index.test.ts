@@ -10,6 +10,10 @@ const RUNTIME_NAMES = [
   'AttemptKey',
   'AttemptRegrade',
   'AttemptResult',
+  // issue 11: the audit trail's messages
+  'AuditEntryMessage',
+  'AuditLinkMessage',
+  'AuditRecord',
   'BaselineRecord',
   'Budget',
   'BudgetLimit',

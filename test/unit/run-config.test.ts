@@ -49,7 +49,25 @@ const fromFlags = (flags: Partial<RunFlags>) => parseRunConfig(runConfigFromFlag
 
 describe('runConfigFromFlags + parseRunConfig', () => {
   it('gives the defaults for no flags', () => {
-    expect(fromFlags({})).toEqual({ suite: 'smoke', adapter: 'mock', adapter_config: {}, attempts: 5, workers: 1, concurrency: 50, task_ids: [], ingest_timeout_ms: 120_000 })
+    expect(fromFlags({})).toEqual({ suite: 'smoke', adapter: 'mock', adapter_config: {}, attempts: 5, workers: 1, concurrency: 50, task_ids: [], ingest_timeout_ms: 120_000, redact: true, guard_answers: false })
+  })
+
+  it('maps --no-redact and --guard-answers', () => {
+    expect(fromFlags({ redact: false, 'guard-answers': true })).toMatchObject({ redact: false, guard_answers: true })
+  })
+
+  it('refuses a secret by value in the adapter config, naming the field and never the value (exit code 2)', () => {
+    const found = problem(() => fromFlags({ adapter: 'subprocess', 'adapter-config': '{"command":["x"],"env":{"MY_API_KEY":"hunter2-plain","DEBUG":"1","OTHER":"sk-test-SECRET123"}}' }))
+    expect(found).toEqual({
+      exitCode: 2,
+      message:
+        '--adapter-config holds a secret by value at env.MY_API_KEY, env.OTHER: pass it by reference, e.g. {"MY_API_KEY": {"from_env": "NAME"}} or {"from_file": "/path"}, which the worker resolves (run plans and activity inputs are kept in Temporal\'s history)',
+    })
+    expect(fromFlags({ adapter: 'subprocess', 'adapter-config': '{"command":["x"],"env":{"MY_API_KEY":{"from_env":"HOME"}},"api_key_env":"MY_LLM_KEY"}' }).adapter_config).toEqual({
+      command: ['x'],
+      env: { MY_API_KEY: { from_env: 'HOME' } },
+      api_key_env: 'MY_LLM_KEY',
+    })
   })
 
   it('maps every flag onto one snake_case object', () => {
@@ -105,6 +123,8 @@ describe('runConfigFromFlags + parseRunConfig', () => {
         min_confidence: 0.5,
         timeout_ms: 120_000,
       },
+      redact: true,
+      guard_answers: false,
     })
   })
 
@@ -191,6 +211,8 @@ describe('planRun', () => {
       judge_model: '',
       judge_prompt_version: '',
       sequential: { width: 0.3, round_size: 10, min_attempts: 10 },
+      redact: true,
+      guard_answers: false,
     })
     expect(unpriced.price_table).toBeUndefined()
     expect(unpriced.price_table_version).toBe('2026-11-default.2')
@@ -200,6 +222,14 @@ describe('planRun', () => {
     const { plan } = await planRun(config, { ...base, judge: { model: 'j' } })
     const { plan: named } = await planRun(config, { ...base, judge: { model: 'j', task_queue: 'mine' } })
     expect([plan.judge?.task_queue, named.judge?.task_queue]).toEqual(['judges-here', 'mine'])
+  })
+
+  it('stamps --no-redact and --guard-answers on the plan; a secret reference this machine cannot resolve is named before anything starts', async () => {
+    const { plan } = await planRun(config, { ...base, redact: false, guard_answers: true })
+    expect([plan.redact, plan.guard_answers]).toEqual([false, true])
+    await expect(planRun(config, { ...base, adapter: 'subprocess', adapter_config: { command: ['x'], env: { K: { from_env: 'FORGE_TEST_NO_SUCH_VAR' } } } })).rejects.toThrow(
+      new ConfigError('--adapter-config names secrets this machine does not have: env.K: {"from_env": "FORGE_TEST_NO_SUCH_VAR"}: the worker has no FORGE_TEST_NO_SUCH_VAR in its environment'),
+    )
   })
 
   it('names a price table that cannot be read (exit code 2)', async () => {

@@ -80,6 +80,11 @@ describe('store converters', () => {
     expect(attemptToRow({ ...attempt, injected_faults: 3, injected_fault_kinds: ['500', 'slow'] }, 0)).toMatchObject({ injected_faults: 3, injected_fault_kinds: ['500', 'slow'] })
   })
 
+  it("stores the answer guard's interceptions of a call as a JSON list", () => {
+    const guarded = { ...attempt, tool_calls: attempt.tool_calls.map((c) => ({ ...c, intercepted: ['outcome_graders[0].expected'] })) }
+    expect(toolCallsToRows(guarded, 0).map((row) => row.intercepted)).toEqual(['["outcome_graders[0].expected"]'])
+  })
+
   it('turns tool calls into rows keyed by attempt and index', () => {
     expect(toolCallsToRows(attempt, 0)).toEqual([
       {
@@ -93,6 +98,7 @@ describe('store converters', () => {
         error: 'boom',
         refused: 'malformed_tool_call',
         injected_fault: '',
+        intercepted: '',
         retry_index: 1,
         started_ms: 1,
         duration_ms: 2,
@@ -107,8 +113,10 @@ describe('store converters', () => {
       seed: 'x', status: 'completed', started_at: 1_764_470_000_000, finished_at: 1_764_470_005_000, updated_at: 1_764_470_005_000,
       price_table_version: 'v1', price_table_date: '2026-11-30', suite_hash: 'ab'.repeat(32), judge_model: 'gpt-4o-mini',
       judge_prompt_version: 'p3', stop_width: 0.2, stopped_tasks: ['t2', 't5'], isolation: 'unsandboxed',
+      redacted: false, guard_answers: true, audit_head: 'cd'.repeat(32), audit_signature: '',
     }
     expect(runToRow(run)).toMatchObject({
+      redacted: 0, guard_answers: 1, audit_head: 'cd'.repeat(32),
       price_table_version: 'v1', price_table_date: '2026-11-30', stop_width: 0.2, stopped_tasks: ['t2', 't5'], judge_prompt_version: 'p3', isolation: 'unsandboxed',
     })
     expect(rowToRun(runToRow(run))).toEqual(run)
@@ -126,10 +134,11 @@ describe('store converters', () => {
     }
     expect(RunRecord.parse(old)).toEqual({
       ...old, price_table_date: '', suite_hash: '', judge_model: '', judge_prompt_version: '', stop_width: 0, stopped_tasks: [],
+      redacted: true, guard_answers: false, audit_head: '', audit_signature: '',
     })
-    // a row read before migration 7 has no isolation column
-    const { isolation: _dropped, ...rowBefore7 } = runToRow(RunRecord.parse(old))
-    expect(rowToRun(rowBefore7)).toEqual(RunRecord.parse(old))
+    // a row read before migration 9 has no isolation column
+    const { isolation: _dropped, ...rowBefore9 } = runToRow(RunRecord.parse(old))
+    expect(rowToRun(rowBefore9)).toEqual(RunRecord.parse(old))
   })
 
   it('round-trips a baseline, with DateTime64 text for its timestamp', () => {

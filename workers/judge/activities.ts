@@ -14,6 +14,8 @@ import type { JudgeCallOutcome, JudgeRequest } from '../../core/judge/protocol.j
 import { judgeDecoding } from '../../core/judge/protocol.js'
 import { attemptKeyOf } from '../../core/identity.js'
 import { judgeMetricValues, metricsRequest, selectJudgeMetrics } from '../../core/metrics/index.js'
+import { auditEntryOf } from '../../core/audit.js'
+import { judgeAuditRows, judgementKey } from '../../store/audit.js'
 import { publishJudgeOutcome, readStoredTrace } from '../../store/bus.js'
 import type { JudgeActivities, JudgeInput, JudgeSummary } from '../activity-types.js'
 import { SuiteLoadError } from '../../engine/errors.js'
@@ -60,12 +62,10 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
         limiter: deps.limiter ?? unlimited,
         now,
       })
-      await publishJudgeOutcome(deps.js, {
-        ...attemptKeyOf(stored),
-        grading_version: 1,
-        metrics,
-        judgement,
-      })
+      const outcome = { ...attemptKeyOf(stored), grading_version: 1, metrics, judgement }
+      // the judge's rows replace the attempt worker's judgement: they are a result of their own in the run's audit trail
+      const audit = auditEntryOf(stored.run_id, 'judgement', judgementKey(outcome), judgeAuditRows(outcome))
+      await publishJudgeOutcome(deps.js, { ...outcome, audit })
       deps.logger.debug({ attempt_uid: input.attempt_uid, tier2: tier2?.status, metrics: metrics.length }, 'judged')
       return { attempt_uid: input.attempt_uid, tier2: tier2?.status ?? 'not_applicable', needs_human_review: judgement?.needs_human_review ?? false, metrics: metrics.length }
     },

@@ -22,7 +22,7 @@ export default class RunsList extends ForgeCommand {
         else
           this.log(
             table(
-              ['run id', 'started (UTC)', 'suite', 'adapter', 'status', 'attempts', 'passed'],
+              ['run id', 'started (UTC)', 'suite', 'adapter', 'status', 'attempts', 'passed', 'flags'],
               runs.map((r) => [
                 r.run_id,
                 new Date(r.started_at).toISOString().replace('T', ' ').slice(0, 19),
@@ -31,8 +31,9 @@ export default class RunsList extends ForgeCommand {
                 r.status,
                 `${r.stored_attempts}/${r.attempts * r.task_count}`,
                 r.passed,
+                runFlags(r),
               ]),
-              ['l', 'l', 'l', 'l', 'l', 'r', 'r'],
+              ['l', 'l', 'l', 'l', 'l', 'r', 'r', 'l'],
             ),
           )
       }
@@ -41,4 +42,9 @@ export default class RunsList extends ForgeCommand {
       await reader.close()
     }
   }
+}
+
+/** What a run was started with that changes what is stored: --no-redact, --guard-answers. */
+function runFlags(run: RunListEntry): string {
+  return [run.redacted ? '' : 'no-redact', run.guard_answers ? 'guard-answers' : ''].filter((flag) => flag !== '').join(',')
 }

@@ -1,0 +1,293 @@
+/**
+ * Redaction of secrets and PII, pure: detectors for values the worker knows to be secret, for
+ * well-known credential formats of any length and for PII (emails, Luhn-checked card numbers,
+ * phone numbers), and a `Redactor` that replaces what they find with typed labels that stay stable
+ * within an attempt (`[REDACTED:email#1]` is the same address every time it appears), so a
+ * redacted trace stays readable and two mentions of one value still compare equal.
+ */
+
+/** What a finding is; the label of its replacement (`[REDACTED:<kind>#n]`). */
+export type RedactionKind =
+  | 'secret'
+  | 'credential'
+  | 'api_key'
+  | 'aws_key'
+  | 'github_token'
+  | 'slack_token'
+  | 'jwt'
+  | 'bearer'
+  | 'private_key'
+  | 'url_password'
+  | 'email'
+  | 'card'
+  | 'phone'
+
+/** Kinds that are personal data rather than credentials. */
+export const PII_KINDS: ReadonlySet<RedactionKind> = new Set(['email', 'card', 'phone'])
+
+/** One sensitive value found in a text: `[start, end)` is what gets replaced. */
+export interface Finding {
+  kind: RedactionKind
+  start: number
+  end: number
+  value: string
+}
+
+/** Known secret values shorter than this are not searched for: they would match ordinary text. */
+export const MIN_SECRET_LENGTH = 6
+
+interface Detector {
+  kind: RedactionKind
+  pattern: RegExp
+  /** the capture group holding the value to replace (default: the whole match) */
+  group?: number
+  /** a further check of the value the pattern matched */
+  accept?: (value: string) => boolean
+}
+
+const hasDigit = (value: string): boolean => /\d/.test(value)
+
+/** The Luhn checksum of a card number's digits (at least 13 of them). */
+export function luhnValid(digits: string): boolean {
+  if (!/^\d{13,19}$/.test(digits)) return false
+  let sum = 0
+  for (let i = 0; i < digits.length; i++) {
+    let d = Number(digits[digits.length - 1 - i])
+    if (i % 2 === 1) {
+      d *= 2
+      if (d > 9) d -= 9
+    }
+    sum += d
+  }
+  return sum % 10 === 0
+}
+
+/** A card number: 13–19 digits, an issuer prefix (Visa, Mastercard, Amex, Diners, Discover, JCB, UnionPay) and a valid Luhn digit. */
+export function isCardNumber(text: string): boolean {
+  const digits = text.replace(/[ -]/g, '')
+  return /^(?:4|5[1-5]|2[2-7]|3[47]|3[0689]|6)/.test(digits) && luhnValid(digits)
+}
+
+function phoneDigits(value: string): number {
+  return value.replace(/\D/g, '').length
+}
+
+// order matters only for ties: an earlier detector wins a match of the same span
+const DETECTORS: readonly Detector[] = [
+  { kind: 'private_key', pattern: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|$)/g },
+  // OpenAI (sk-, sk-proj-) and Anthropic (sk-ant-…) keys of any length; a short one needs a digit, which keeps `sk-learn` out
+  { kind: 'api_key', pattern: /(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{6,}/g, accept: (value) => hasDigit(value) || value.length >= 23 },
+  { kind: 'aws_key', pattern: /(?<![A-Za-z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{12,}(?![a-z0-9])/g },
+  { kind: 'github_token', pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{6,}|github_pat_[A-Za-z0-9_]{10,})/g },
+  { kind: 'slack_token', pattern: /(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9-]{6,}/g },
+  { kind: 'jwt', pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g },
+  { kind: 'bearer', pattern: /\bBearer\s+([A-Za-z0-9._~+/-]{6,}=*)/gi, group: 1, accept: hasDigit },
+  // scheme://user:password@host — only the password goes
+  { kind: 'url_password', pattern: /\b[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\s:/@"'<>]+:([^\s@/"'<>]+)@[^\s/"'<>]/g, group: 1 },
+  // password = …, "api_key": "…", token: … — the value after a secret-named key
+  {
+    kind: 'credential',
+    pattern: /(?<![A-Za-z0-9])[A-Za-z0-9_-]*?(?:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|client[_-]?secret|token)["']?\s*[:=]\s*["']?([^\s"',;&}\]]{6,})/gi,
+    group: 1,
+    accept: (value) => !value.startsWith('[REDACTED:'),
+  },
+  // a `/` before it is a URL's user name (https://user@host), not an address
+  { kind: 'email', pattern: /(?<![A-Za-z0-9._%+/-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,}(?![A-Za-z0-9-])/g },
+  { kind: 'card', pattern: /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g, accept: isCardNumber },
+  // +44 20 7946 0958, +1-415-555-0100: a country code, then 8–15 digits in groups
+  {
+    kind: 'phone',
+    pattern: /(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,5}(?![\w-])/g,
+    accept: (value) => phoneDigits(value) >= 8 && phoneDigits(value) <= 15,
+  },
+  // (415) 555-0100, 415-555-0100, 415.555.0100: North American numbers, separators required
+  { kind: 'phone', pattern: /(?<![\w.+-])(?:\(\d{3}\)\s?|\d{3}[-. ])\d{3}[-. ]\d{4}(?![\w-]|\.\d)/g },
+]
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+/**
+ * Every sensitive value in `text`, left to right, without overlaps: where two findings overlap, a
+ * known secret value wins, then a credential over PII, then the longer one.
+ */
+export function findSensitive(text: string, secrets: readonly string[] = []): Finding[] {
+  const found: Finding[] = []
+  const known = [...new Set(secrets)].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length)
+  if (known.length > 0) {
+    const pattern = new RegExp(known.map(escapeRegExp).join('|'), 'g')
+    for (const m of text.matchAll(pattern)) found.push({ kind: 'secret', start: m.index, end: m.index + m[0].length, value: m[0] })
+  }
+  for (const detector of DETECTORS) {
+    for (const m of text.matchAll(detector.pattern)) {
+      const value = detector.group === undefined ? m[0] : m[detector.group]
+      if (value === undefined || value === '') continue
+      if (detector.accept !== undefined && !detector.accept(value)) continue
+      const start = detector.group === undefined ? m.index : m.index + m[0].lastIndexOf(value)
+      found.push({ kind: detector.kind, start, end: start + value.length, value })
+    }
+  }
+  // known secrets first, then credentials over PII (`user:pw@host` is no email), then longer spans, then detector order
+  const rank = (f: Finding): number => (f.kind === 'secret' ? 0 : PII_KINDS.has(f.kind) ? 2 : 1)
+  const ordered = [...found].sort((a, b) => rank(a) - rank(b) || b.end - b.start - (a.end - a.start))
+  const kept: Finding[] = []
+  for (const f of ordered) {
+    if (kept.some((k) => f.start < k.end && k.start < f.end)) continue
+    kept.push(f)
+  }
+  return kept.sort((a, b) => a.start - b.start)
+}
+
+/** Name segments: `OPENAI_API_KEY` → OPENAI, API, KEY; `apiKey` → API, KEY. */
+function nameSegments(name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .split(/[^A-Za-z0-9]+/)
+    .filter((s) => s !== '')
+    .map((s) => s.toUpperCase())
+}
+
+const SECRET_WORDS = new Set(['SECRET', 'SECRETS', 'TOKEN', 'PASSWORD', 'PASSWD', 'PASSPHRASE', 'PASS', 'CREDENTIAL', 'CREDENTIALS', 'APIKEY', 'PRIVATEKEY', 'AUTH', 'SIGNATURE', 'DSN'])
+
+/**
+ * Whether an environment variable's name says it holds a secret: a segment such as KEY, TOKEN,
+ * SECRET, PASSWORD, CREDENTIAL, AUTH (`OPENAI_API_KEY`, `GITHUB_TOKEN`, `DB_PASSWORD`).
+ */
+export function looksLikeSecretName(name: string): boolean {
+  return nameSegments(name).some((segment) => SECRET_WORDS.has(segment) || segment === 'KEY' || segment === 'KEYS')
+}
+
+/**
+ * Whether an object key in data says its value is a secret: stricter than for environment
+ * variables, since data is full of `key`, `sort_key` and `tokens` that are not.
+ */
+export function looksLikeSecretField(name: string): boolean {
+  const segments = nameSegments(name)
+  return segments.some(
+    (segment, i) =>
+      (SECRET_WORDS.has(segment) && segment !== 'PASS' && segment !== 'SIGNATURE' && segment !== 'AUTH') ||
+      (segment === 'KEY' && ['API', 'ACCESS', 'PRIVATE', 'SECRET', 'SIGNING', 'ENCRYPTION', 'MASTER'].includes(segments[i - 1] ?? '')),
+  )
+}
+
+/** The values of every variable in `env` whose name looks like a secret (long enough to search for). */
+export function secretValuesOf(env: Readonly<Record<string, string | undefined>>): string[] {
+  return Object.entries(env)
+    .filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].length >= MIN_SECRET_LENGTH && looksLikeSecretName(entry[0]))
+    .map(([, value]) => value)
+}
+
+export interface RedactorOptions {
+  /** values known to be secret: redacted wherever they appear */
+  secrets?: readonly string[]
+  /** PII values that stay (e.g. what the task itself gives the agent); never applies to secrets or credentials */
+  keepPii?: readonly string[]
+}
+
+/** What one redactor replaced, by kind (distinct values and occurrences). */
+export type RedactionCounts = Partial<Record<RedactionKind, { values: number; occurrences: number }>>
+
+/**
+ * Replaces sensitive values with typed labels, stable for the redactor's lifetime (one attempt):
+ * the same value always gets the same label, `[REDACTED:<kind>#<n>]`, numbered per kind in the
+ * order values are first seen. Redacting twice changes nothing more.
+ */
+export class Redactor {
+  private readonly secrets: readonly string[]
+  private readonly keep: ReadonlySet<string>
+  private readonly labels = new Map<string, string>()
+  private readonly perKind = new Map<RedactionKind, number>()
+  private readonly tally: RedactionCounts = {}
+
+  constructor(opts: RedactorOptions = {}) {
+    this.secrets = [...(opts.secrets ?? [])]
+    this.keep = new Set((opts.keepPii ?? []).map((value) => canonicalValue(/@/.test(value) ? 'email' : 'card', value)))
+  }
+
+  /** The secret values this redactor searches for (secret_leak looks for the same). */
+  get knownSecrets(): readonly string[] {
+    return this.secrets
+  }
+
+  /** What was replaced so far. */
+  get counts(): RedactionCounts {
+    return structuredClone(this.tally)
+  }
+
+  private label(kind: RedactionKind, value: string): string {
+    // one card, address or number however it is written: `5500 0000 0000 0004` is 5500000000000004
+    const id = `${kind}\u0000${canonicalValue(kind, value)}`
+    let label = this.labels.get(id)
+    if (label === undefined) {
+      const n = (this.perKind.get(kind) ?? 0) + 1
+      this.perKind.set(kind, n)
+      label = `[REDACTED:${kind}#${n}]`
+      this.labels.set(id, label)
+      const entry = this.tally[kind] ?? { values: 0, occurrences: 0 }
+      entry.values++
+      this.tally[kind] = entry
+    }
+    this.tally[kind]!.occurrences++
+    return label
+  }
+
+  private keeps(finding: Finding): boolean {
+    return PII_KINDS.has(finding.kind) && this.keep.has(canonicalValue(finding.kind, finding.value))
+  }
+
+  /** `text` with every sensitive value replaced by its label. */
+  text(text: string): string {
+    const findings = findSensitive(text, this.secrets).filter((f) => !this.keeps(f))
+    if (findings.length === 0) return text
+    let out = ''
+    let at = 0
+    for (const f of findings) {
+      out += text.slice(at, f.start) + this.label(f.kind, f.value)
+      at = f.end
+    }
+    return out + text.slice(at)
+  }
+
+  /**
+   * A JSON-like value with every string (object keys included) redacted; a string under a
+   * secret-named key (`password`, `api_key`, …) is replaced whole; an integer that is a card number
+   * becomes its label. Returns a new value; the input is not changed.
+   */
+  value<T>(value: T): T {
+    return this.walk(value, undefined) as T
+  }
+
+  private walk(value: unknown, key: string | undefined): unknown {
+    if (typeof value === 'string') {
+      if (key !== undefined && value.length >= MIN_SECRET_LENGTH && looksLikeSecretField(key) && !value.startsWith('[REDACTED:')) return this.label('credential', value)
+      return this.text(value)
+    }
+    if (typeof value === 'number') {
+      if (Number.isSafeInteger(value) && value > 0 && isCardNumber(String(value)) && !this.keep.has(String(value))) return this.label('card', String(value))
+      return value
+    }
+    if (Array.isArray(value)) return value.map((item) => this.walk(item, undefined))
+    if (value !== null && typeof value === 'object') {
+      const out: Record<string, unknown> = {}
+      for (const [k, v] of Object.entries(value)) out[this.text(k)] = this.walk(v, k)
+      return out
+    }
+    return value
+  }
+}
+
+/** The identity of a found value: card and phone numbers by their digits, emails case-insensitively. */
+function canonicalValue(kind: RedactionKind, value: string): string {
+  if (kind === 'card' || kind === 'phone') return value.replace(/\D/g, '')
+  if (kind === 'email') return value.toLowerCase()
+  return value
+}
+
+/** PII values found in `text` (e.g. a task's own files): what a `keepPii` list is built from. */
+export function piiValuesIn(text: string): string[] {
+  const values = findSensitive(text)
+    .filter((f) => PII_KINDS.has(f.kind))
+    .map((f) => canonicalValue(f.kind, f.value))
+  return [...new Set(values)]
+}

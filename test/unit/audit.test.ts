@@ -1,0 +1,160 @@
+/** The audit trail's pure part: content hashes, manifests, the hash chain and verification of each kind of tampering. */
+import { describe, expect, it } from 'vitest'
+import { auditEntryOf, entryId, extendChain, signHead, verifyAudit, type AuditEntry, type AuditLink, type AuditRow } from '../../core/audit.js'
+
+const RUN = 'run-a'
+
+function attemptRows(uid: string, output: string, calls: string[]): AuditRow[] {
+  return [
+    { table: 'attempts', key: uid, values: { attempt_uid: uid, run_id: RUN, output, latency_ms: 12.5, input_tokens: 30, ingested_at: '2026-11-30 00:00:00.000' } },
+    ...calls.map((name, i) => ({ table: 'tool_calls', key: `${uid}#${i}`, values: { attempt_uid: uid, run_id: RUN, call_index: i, name, args: `{"q":"${name}"}` } })),
+    { table: 'traces', key: uid, values: { attempt_uid: uid, run_id: RUN, stored: `{"trace of":"${uid}","output":"${output}"}`, bytes: 40 } },
+  ]
+}
+
+interface World {
+  entries: AuditEntry[]
+  links: AuditLink[]
+  head: string
+  rows: Map<string, AuditRow[]>
+  unclaimed: AuditRow[]
+}
+
+function world(): World {
+  const stored: Record<string, AuditRow[]> = {
+    a1: attemptRows('a1', 'four', ['lookup', 'send']),
+    a2: attemptRows('a2', 'five', ['lookup']),
+    a3: attemptRows('a3', 'six', []),
+  }
+  const entries = Object.entries(stored).map(([uid, rows]) => auditEntryOf(RUN, 'attempt', uid, rows))
+  const { links, head } = extendChain(RUN, undefined, entries)
+  const rows = new Map(Object.entries(stored).map(([uid, r]) => [entryId('attempt', uid), structuredClone(r)]))
+  return { entries, links, head, rows, unclaimed: [] }
+}
+
+const verify = (w: World, extra: { head?: string; signature?: string; key?: string } = {}) =>
+  verifyAudit({ runId: RUN, head: extra.head ?? w.head, signature: extra.signature ?? '', links: w.links, entries: w.entries, rows: w.rows, unclaimed: w.unclaimed, key: extra.key })
+
+const rowOf = (w: World, uid: string, table: string, index = 0): AuditRow => w.rows.get(entryId('attempt', uid))!.filter((r) => r.table === table)[index]!
+const first = (w: World, extra: Parameters<typeof verify>[1] = {}) => {
+  const report = verify(w, extra)
+  return { intact: report.intact, first: report.problems[0] }
+}
+
+describe('audit chain: intact', () => {
+  it('verifies a freshly sealed run, whatever order its rows come back in and however 64-bit integers are spelled', () => {
+    const w = world()
+    // ClickHouse may return rows in any order; ingested_at differs from the worker's
+    w.rows.set(entryId('attempt', 'a1'), [...w.rows.get(entryId('attempt', 'a1'))!].reverse().map((r) => ({ ...r, values: { ...r.values, ingested_at: '2027-01-01 00:00:00.000' } })))
+    expect(verify(w)).toEqual({ run_id: RUN, intact: true, head: w.head, links: 3, signature_valid: null, problems: [] })
+  })
+
+  it('is a fixed order: the same entries in any order give the same head', () => {
+    const w = world()
+    expect(extendChain(RUN, undefined, [...w.entries].reverse()).head).toBe(w.head)
+  })
+
+  it('extends without rewriting: a later entry appends a link after the head', () => {
+    const w = world()
+    const regrade = auditEntryOf(RUN, 'regrade', 'a1@v2', [{ table: 'attempt_grades', key: 'a1@v2', values: { outcome: 'pass' } }])
+    const { links, head } = extendChain(RUN, w.links.at(-1), [regrade])
+    expect(links.map((l) => [l.seq, l.prev_hash])).toEqual([[3, w.head]])
+    const extended = { ...w, entries: [...w.entries, regrade], links: [...w.links, ...links], head, rows: new Map([...w.rows, [entryId('regrade', 'a1@v2'), [{ table: 'attempt_grades', key: 'a1@v2', values: { outcome: 'pass' } }]]]) }
+    expect(verify(extended).intact).toBe(true)
+  })
+})
+
+describe('audit chain: every kind of tampering is found, with the broken link named', () => {
+  it('an edited field of an attempt', () => {
+    const w = world()
+    rowOf(w, 'a2', 'attempts').values['output'] = 'FIVE'
+    expect(first(w)).toEqual({ intact: false, first: { seq: 1, kind: 'edited_field', entry: 'attempt a2', detail: 'row attempts a2: output changed' } })
+  })
+
+  it('an edited field of a tool call', () => {
+    const w = world()
+    rowOf(w, 'a1', 'tool_calls', 1).values['args'] = '{"q":"other"}'
+    expect(first(w)).toEqual({ intact: false, first: { seq: 0, kind: 'edited_field', entry: 'attempt a1', detail: 'row tool_calls a1#1: args changed' } })
+  })
+
+  it('an edited trace', () => {
+    const w = world()
+    rowOf(w, 'a3', 'traces').values['stored'] = '{"forged":true}'
+    expect(first(w)).toEqual({ intact: false, first: { seq: 2, kind: 'edited_field', entry: 'attempt a3', detail: 'row traces a3: stored changed' } })
+  })
+
+  it('a deleted row', () => {
+    const w = world()
+    w.rows.set(entryId('attempt', 'a1'), w.rows.get(entryId('attempt', 'a1'))!.filter((r) => !(r.table === 'tool_calls' && r.key === 'a1#1')))
+    expect(first(w)).toEqual({ intact: false, first: { seq: 0, kind: 'missing_row', entry: 'attempt a1', detail: 'row tool_calls a1#1 is missing' } })
+  })
+
+  it('a forged row inserted into a result, and a forged result', () => {
+    const w = world()
+    w.rows.get(entryId('attempt', 'a2'))!.push({ table: 'tool_calls', key: 'a2#1', values: { attempt_uid: 'a2', run_id: RUN, call_index: 1, name: 'forged', args: '{}' } })
+    expect(first(w)).toEqual({ intact: false, first: { seq: 1, kind: 'extra_row', entry: 'attempt a2', detail: 'row tool_calls a2#1 is not in the audit entry (inserted after the fact?)' } })
+    const forged = world()
+    forged.unclaimed.push({ table: 'attempts', key: 'a9', values: { attempt_uid: 'a9', output: 'pass me' } })
+    expect(first(forged)).toEqual({ intact: false, first: { seq: null, kind: 'extra_row', entry: 'attempts a9', detail: 'a attempts row of the run that no audit entry covers (inserted after the fact?)' } })
+  })
+
+  it('reordered rows: two tool calls swap places', () => {
+    const w = world()
+    const [c0, c1] = [rowOf(w, 'a1', 'tool_calls', 0), rowOf(w, 'a1', 'tool_calls', 1)]
+    ;[c0.values['name'], c1.values['name'], c0.values['args'], c1.values['args']] = [c1.values['name'], c0.values['name'], c1.values['args'], c0.values['args']]
+    expect(first(w)).toEqual({ intact: false, first: { seq: 0, kind: 'reordered_rows', entry: 'attempt a1', detail: 'row tool_calls a1#0 holds what tool_calls a1#1 held: rows were reordered' } })
+  })
+
+  it('reordered links of the chain', () => {
+    const w = world()
+    const [l0, l1] = [w.links[0]!, w.links[1]!]
+    w.links = [{ ...l1, seq: 0 }, { ...l0, seq: 1 }, w.links[2]!]
+    expect(first(w)).toEqual({ intact: false, first: { seq: 0, kind: 'reordered_links', entry: 'attempt a2', detail: 'link 0 follows a link stored elsewhere in the chain: links were reordered' } })
+  })
+
+  it("two attempts' traces swapped", () => {
+    const w = world()
+    const [t1, t2] = [rowOf(w, 'a1', 'traces'), rowOf(w, 'a2', 'traces')]
+    ;[t1.values['stored'], t2.values['stored']] = [t2.values['stored'], t1.values['stored']]
+    expect(first(w)).toEqual({ intact: false, first: { seq: 0, kind: 'swapped_rows', entry: 'attempt a1', detail: 'row traces a1 holds what traces a2 of a2 held' } })
+  })
+
+  it("the run's head replaced", () => {
+    const w = world()
+    expect(first(w, { head: 'f'.repeat(64) })).toEqual({
+      intact: false,
+      first: { seq: 2, kind: 'head_replaced', entry: 'run record', detail: `the run's head ffffffffffff is not the chain's last link ${w.head.slice(0, 12)}` },
+    })
+  })
+
+  it('an edited audit entry or link', () => {
+    const w = world()
+    w.entries[1]!.manifest.rows[0]!.digest = '0'.repeat(64)
+    expect(first(w).first).toMatchObject({ seq: 1, kind: 'edited_entry', entry: 'attempt a2' })
+    const l = world()
+    l.links[1] = { ...l.links[1]!, content_hash: '0'.repeat(64) }
+    expect(first(l).first).toMatchObject({ seq: 1, kind: 'edited_link' })
+  })
+
+  it('a chain rewritten whole (results edited, every hash recomputed) passes without a key and fails with FORGE_AUDIT_KEY', () => {
+    const w = world()
+    const key = 'kept-outside-the-store'
+    const signature = signHead(RUN, w.head, key)
+    expect(verify(w, { signature, key }).signature_valid).toBe(true)
+    // the attacker edits an output and recomputes the entry, every link and the head
+    rowOf(w, 'a2', 'attempts').values['output'] = 'FIVE'
+    const entries = [...w.rows.entries()].map(([id, rows]) => auditEntryOf(RUN, 'attempt', id.split('\u0000')[1]!, rows))
+    const rewritten = { ...w, entries, ...extendChain(RUN, undefined, entries) }
+    expect(verify(rewritten).intact).toBe(true)
+    expect(first(rewritten, { signature, key })).toEqual({
+      intact: false,
+      first: { seq: 2, kind: 'bad_signature', entry: 'run record', detail: "the head's signature does not match FORGE_AUDIT_KEY: the head (or the whole chain) was rewritten" },
+    })
+  })
+
+  it('a run never sealed', () => {
+    expect(verifyAudit({ runId: RUN, head: '', signature: '', links: [], entries: [], rows: new Map(), unclaimed: [] }).problems).toEqual([
+      { seq: null, kind: 'not_sealed', entry: '', detail: 'run run-a has no audit chain (it was never sealed)' },
+    ])
+  })
+})

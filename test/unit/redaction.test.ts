@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest'
+import {
+  findSensitive,
+  isCardNumber,
+  looksLikeSecretField,
+  looksLikeSecretName,
+  luhnValid,
+  piiValuesIn,
+  Redactor,
+  secretValuesOf,
+  type RedactionKind,
+} from '../../core/redaction.js'
+import { KNOWN_SECRET, knownFalsePositives, lookAlikes, places, plantIn, planted, SHORT_OPENAI_KEY } from '../fixtures/redaction-corpus.js'
+
+const redactorFor = (): Redactor => new Redactor({ secrets: [KNOWN_SECRET] })
+
+describe('redaction corpus: recall and precision', () => {
+  it('redacts every planted secret and PII value in answers, tool arguments, tool results and errors (recall 100%), with its kind', () => {
+    const misses: string[] = []
+    const wrongKind: string[] = []
+    for (const item of planted) {
+      for (const place of places) {
+        const redactor = redactorFor()
+        const stored = JSON.stringify(redactor.value(plantIn(place, item.text ?? item.value)))
+        if (stored.includes(item.value)) misses.push(`${item.kind} in ${place}: ${item.value}`)
+        else if (!stored.includes(`[REDACTED:${item.kind}#1]`)) wrongKind.push(`${item.kind} in ${place}: ${stored}`)
+      }
+    }
+    const total = planted.length * places.length
+    const recall = (total - misses.length) / total
+    console.log(`redaction recall: ${total - misses.length}/${total} planted (${planted.length} values × ${places.length} places) = ${(recall * 100).toFixed(1)}%`)
+    expect({ misses, wrongKind }).toEqual({ misses: [], wrongKind: [] })
+  })
+
+  it('leaves clean look-alikes alone; the false positives are the listed ones and are reported', () => {
+    const falsePositives: string[] = []
+    for (const text of lookAlikes) {
+      for (const place of places) {
+        const original = plantIn(place, text)
+        const redacted = redactorFor().value(original)
+        if (JSON.stringify(redacted) !== JSON.stringify(original)) falsePositives.push(`${place}: ${text}`)
+      }
+    }
+    const checked = lookAlikes.length * places.length
+    const truePositives = planted.length * places.length
+    const precision = truePositives / (truePositives + falsePositives.length)
+    console.log(
+      `redaction precision: ${falsePositives.length} false positive(s) in ${checked} look-alike placements (${lookAlikes.length} texts × ${places.length} places); precision ${(precision * 100).toFixed(1)}%${falsePositives.length > 0 ? `: ${falsePositives.join(' | ')}` : ''}`,
+    )
+    expect(falsePositives).toEqual(knownFalsePositives.flatMap((text) => places.map((place) => `${place}: ${text}`)))
+  })
+})
+
+describe('Redactor', () => {
+  it('gives each value a typed label that is stable within the redactor and numbered per kind', () => {
+    const r = new Redactor()
+    const text = r.text('mail jane@example.com or bob@example.org; again jane@example.com, card 4111 1111 1111 1111')
+    expect(text).toBe('mail [REDACTED:email#1] or [REDACTED:email#2]; again [REDACTED:email#1], card [REDACTED:card#1]')
+    // the same redactor keeps the numbering across values of one attempt
+    expect(r.value({ to: 'bob@example.org', from: 'jane@example.com' })).toEqual({ to: '[REDACTED:email#2]', from: '[REDACTED:email#1]' })
+    expect(r.counts).toEqual({ email: { values: 2, occurrences: 5 }, card: { values: 1, occurrences: 1 } })
+  })
+
+  it('is idempotent: redacting a redacted value changes nothing', () => {
+    const r = new Redactor({ secrets: [KNOWN_SECRET] })
+    const once = r.value({ out: `key ${SHORT_OPENAI_KEY} and ${KNOWN_SECRET}`, password: 'hunter22', n: 4111111111111111 })
+    expect(once).toEqual({ out: 'key [REDACTED:api_key#1] and [REDACTED:secret#1]', password: '[REDACTED:credential#1]', n: '[REDACTED:card#1]' })
+    expect(r.value(once)).toEqual(once)
+  })
+
+  it('replaces only the secret part of a bearer header, a URL and an assignment', () => {
+    const r = new Redactor()
+    expect(r.text('Authorization: Bearer abc123def456 ok')).toBe('Authorization: Bearer [REDACTED:bearer#1] ok')
+    expect(r.text('DATABASE_URL=postgres://app:S3cr3tPw@db:5432/x')).toBe('DATABASE_URL=postgres://app:[REDACTED:url_password#1]@db:5432/x')
+    expect(r.text('api_key: "zz9-plural-z-alpha"')).toBe('api_key: "[REDACTED:credential#1]"')
+  })
+
+  it('a known secret wins over a format that overlaps it, and short known values are not searched for', () => {
+    const r = new Redactor({ secrets: ['sk-test-SECRET123', 'abc'] })
+    expect(r.text('key=sk-test-SECRET123; abc')).toBe('key=[REDACTED:secret#1]; abc')
+  })
+
+  it('redacts a PEM block cut off before its END line', () => {
+    expect(new Redactor().text('-----BEGIN PRIVATE KEY-----\nMIIEv…[truncated 4000 bytes]')).toBe('[REDACTED:private_key#1]')
+  })
+
+  it('keeps PII the task itself gives the agent, never a secret', () => {
+    const keep = piiValuesIn('Reply to Jo.Baker@Example.com about card 4111111111111111')
+    expect(keep).toEqual(['jo.baker@example.com', '4111111111111111'])
+    const r = new Redactor({ keepPii: keep, secrets: [KNOWN_SECRET] })
+    expect(r.text(`jo.baker@example.com, 4111111111111111, sam@example.com, ${KNOWN_SECRET}`)).toBe('jo.baker@example.com, 4111111111111111, [REDACTED:email#1], [REDACTED:secret#1]')
+  })
+
+  it('redacts object keys and nested values without changing the input', () => {
+    const input = { 'jane@example.com': { orders: [1, 2] }, nested: [{ note: 'call (415) 555-0199' }] }
+    const before = structuredClone(input)
+    expect(new Redactor().value(input)).toEqual({ '[REDACTED:email#1]': { orders: [1, 2] }, nested: [{ note: 'call [REDACTED:phone#1]' }] })
+    expect(input).toEqual(before)
+  })
+})
+
+describe('detectors', () => {
+  it('Luhn and card issuer prefixes', () => {
+    expect([luhnValid('4111111111111111'), luhnValid('4111111111111112'), luhnValid('79927398713'), isCardNumber('1234567812345670'), isCardNumber('4012888888881881')]).toEqual([
+      true,
+      false,
+      false,
+      false,
+      true,
+    ])
+  })
+
+  it('secret-looking environment variable names and data fields', () => {
+    const names = ['OPENAI_API_KEY', 'GITHUB_TOKEN', 'DB_PASSWORD', 'AWS_SECRET_ACCESS_KEY', 'SENTRY_DSN', 'FORGE_AUDIT_KEY', 'PATH', 'HOME', 'KEYBOARD_LAYOUT', 'PWD', 'MONKEY']
+    expect(names.filter(looksLikeSecretName)).toEqual(['OPENAI_API_KEY', 'GITHUB_TOKEN', 'DB_PASSWORD', 'AWS_SECRET_ACCESS_KEY', 'SENTRY_DSN', 'FORGE_AUDIT_KEY'])
+    const fields = ['password', 'apiKey', 'api_key', 'client_secret', 'access_token', 'key', 'sort_key', 'max_tokens', 'tokens', 'author']
+    expect(fields.filter(looksLikeSecretField)).toEqual(['password', 'apiKey', 'api_key', 'client_secret', 'access_token'])
+  })
+
+  it('secret values of an environment: secret names only, long enough', () => {
+    expect(secretValuesOf({ OPENAI_API_KEY: 'sk-test-SECRET123', HOME: '/home/me', MY_TOKEN: 'abc', EMPTY_SECRET: undefined })).toEqual(['sk-test-SECRET123'])
+  })
+
+  it('finds findings left to right without overlaps', () => {
+    const kinds = (text: string): RedactionKind[] => findSensitive(text).map((f) => f.kind)
+    expect(kinds('a@b.io then AKIAIOSFODNN7EXAMPLE then +1-415-555-0132')).toEqual(['email', 'aws_key', 'phone'])
+  })
+})
