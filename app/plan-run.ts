@@ -30,6 +30,10 @@ import { resolveRunModels, type RunModels } from './local-model.js'
 import { openReader } from './store-access.js'
 
 /** A run ready to start: its validated configuration, suite, tasks, price table and plan. */
+
+/** attempts per attempt activity in runs Forge plans (issue 15: Temporal round trips were most of the cost of a mock attempt) */
+export const ATTEMPTS_PER_ACTIVITY = 10
+
 export interface PlannedRun {
   run: RunConfig
   suite: LoadedSuite
@@ -77,6 +81,7 @@ export async function planRun(config: ForgeConfig, input: RunConfigInput): Promi
     adapter_config: run.adapter_config,
     seed: run.seed ?? randomBytes(4).toString('hex'),
     ...(run.max_in_flight !== undefined ? { max_in_flight: run.max_in_flight } : {}),
+    attempts_per_activity: ATTEMPTS_PER_ACTIVITY,
     attempt_timeout_ms: attemptTimeoutMs(tasks, judge),
     ...(run.heartbeat_timeout_ms !== undefined ? { heartbeat_timeout_ms: run.heartbeat_timeout_ms } : {}),
     ...(priceTablePath !== undefined ? { price_table: priceTablePath } : {}),

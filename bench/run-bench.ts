@@ -35,6 +35,17 @@ function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   }
 }
 
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat; 0 once it is gone. */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100 // utime + stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return 0
+  }
+}
+
 async function endToEnd(attemptsTotal: number, workers: number): Promise<void> {
   const home = mkdtempSync(join(tmpdir(), 'forge-bench-'))
   const config = resolveConfig({ ...process.env, FORGE_HOME: home, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' })
@@ -48,27 +59,47 @@ async function endToEnd(attemptsTotal: number, workers: number): Promise<void> {
       ['ingester', state.ingester?.pid ?? 0],
       ['cli (this process)', process.pid],
     ])
+    const cpuAtStart = new Map<string, number>()
+    const cpuLast = new Map<string, number>()
     const sample = () => {
-      for (const [name, pid] of watch) peaks.set(name, Math.max(peaks.get(name) ?? 0, rssKiB(pid)))
+      for (const [name, pid] of watch) {
+        peaks.set(name, Math.max(peaks.get(name) ?? 0, rssKiB(pid)))
+        const cpu = cpuSeconds(pid)
+        if (cpu > 0) cpuLast.set(name, cpu)
+      }
     }
     const timer = setInterval(sample, 100)
     const perTask = Math.ceil(attemptsTotal / 5)
     // warm-up run: JIT, workflow bundle load, SQLite pages
     await runSuite(config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers, concurrency: 100, seed: 'warm' })
+    for (const [name, pid] of watch) cpuAtStart.set(name, cpuSeconds(pid))
+    const runStarted = performance.now()
+    let workersReadyMs = 0
     const report = await runSuite(
       config,
-      { suite: 'smoke', adapter: 'mock', attempts: perTask, workers, concurrency: 100, seed: 'bench', max_in_flight: 500 },
+      { suite: 'smoke', adapter: 'mock', attempts: perTask, workers, concurrency: 100, seed: 'bench', max_in_flight: 100 },
       (event) => {
-        if (event.kind === 'workers') event.pids.forEach((pid, i) => watch.set(`worker ${i}`, pid))
+        if (event.kind === 'workers') {
+          workersReadyMs = performance.now() - runStarted
+          event.pids.forEach((pid, i) => watch.set(`worker ${i}`, pid))
+        }
       },
     )
     sample()
     clearInterval(timer)
     console.log(`end to end: ${report.expected_attempts} attempts (smoke × ${perTask}) on ${workers} workers`)
     console.log(`  wall ${(report.wall_ms / 1000).toFixed(2)} s → ${report.attempts_per_second.toFixed(1)} attempts/s (target ≥ 100)`)
+    const untilStored = (performance.now() - runStarted) / 1000
+    console.log(`  of which worker start-up ${(workersReadyMs / 1000).toFixed(2)} s; plan → every row stored ${untilStored.toFixed(2)} s → ${(report.expected_attempts / untilStored).toFixed(1)} attempts/s`)
     console.log(`  stored rows ${report.attempts} of ${report.expected_attempts}; not executed ${report.not_executed}`)
     console.log('  peak RSS by process:')
     for (const [name, kib] of peaks) console.log(`    ${name.padEnd(20)} ${(kib / 1024).toFixed(0).padStart(6)} MiB`)
+    // where the time goes: CPU each process used during the measured run (a worker is new, so all of its own)
+    console.log('  CPU seconds by process during the measured run (user + system):')
+    for (const [name, last] of cpuLast) {
+      const used = last - (cpuAtStart.get(name) ?? 0)
+      console.log(`    ${name.padEnd(20)} ${used.toFixed(2).padStart(6)} s (${((used * 1000) / report.expected_attempts).toFixed(2)} ms/attempt)`)
+    }
   } finally {
     await stackDown(config)
     rmSync(home, { recursive: true, force: true })

@@ -14,7 +14,7 @@ import type { RunPlan, RunRecord } from '../core/contracts/index.js'
 import { canonicalJson } from '../core/faults.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import { attemptAuditRows } from '../store/audit.js'
-import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
+import type { AttemptBatchInput, AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
 import { getAdapter } from '../engine/adapters/index.js'
 import { runAttempt as executeAttemptFully } from '../engine/attempt-runner.js'
 import { SecretRefError, SuiteLoadError, UnknownAdapterError } from '../engine/errors.js'
@@ -39,85 +39,104 @@ export interface ActivityDeps {
 
 export function createActivities(deps: ActivityDeps): RunActivities {
   const now = deps.now ?? Date.now
+  const runOne = async (input: AttemptInput): Promise<AttemptSummary> => {
+    const suite = await loadSuiteCached(input.suite_path).catch((error: unknown) => {
+      throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
+    })
+    const task = suite.tasks.find((t) => t.id === input.task_id)
+    if (!task) {
+      throw ApplicationFailure.nonRetryable(`suite ${suite.name} (${suite.path}) has no task "${input.task_id}"`, 'UnknownTaskError')
+    }
+    let adapter
+    try {
+      adapter = getAdapter(input.adapter)
+    } catch (error) {
+      if (error instanceof UnknownAdapterError) throw ApplicationFailure.nonRetryable(error.message, 'UnknownAdapterError')
+      throw error
+    }
+    const priceTable = await loadPriceTable(input.price_table).catch((error: unknown) => {
+      throw error instanceof PriceTableError ? ApplicationFailure.nonRetryable(error.message, 'PriceTableError') : error
+    })
+    if (sandboxRequested(input.adapter, input.adapter_config)) {
+      const sandbox = await sandboxSupport()
+      if (!sandbox.ok) throw ApplicationFailure.nonRetryable(new SandboxUnavailableError(sandbox.reason).message, 'SandboxUnavailableError')
+    }
+    if (input.judge !== undefined) {
+      try {
+        selectJudgeMetrics(input.judge.metrics)
+      } catch (error) {
+        throw ApplicationFailure.nonRetryable((error as Error).message, 'ConfigError')
+      }
+    }
+    const cancellation = cancellationSignal()
+    const execution = await executeAttemptFully({
+      suite,
+      task,
+      adapter,
+      runId: input.run_id,
+      configId: input.config_id,
+      attempt: input.attempt,
+      runSeed: input.seed,
+      adapterConfig: input.adapter_config,
+      workerId: deps.workerId,
+      now,
+      priceTable,
+      ...(cancellation !== undefined ? { signal: cancellation } : {}),
+      ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
+      ...(input.faults !== undefined ? { faults: input.faults } : {}),
+      redact: input.no_redact !== true,
+      guardAnswers: input.guard_answers === true,
+    }).catch((error: unknown) => {
+      throw error instanceof SecretRefError ? ApplicationFailure.nonRetryable(error.message, 'SecretRefError') : error
+    })
+    // a cancelled attempt (its run was cancelled) is not a sample: its agent was stopped, nothing is published
+    if (cancellation?.aborted === true) throw cancellation.reason
+    const { grading } = execution
+    // a result over the bus's max_payload would be refused and lost: cut it (with markers) to fit
+    const graded = fitAttemptResult({ ...execution.result, metrics: grading.metrics, judgement: grading.judgement }, busMaxPayload(deps.nc))
+    const storedTrace = storedTraceOf(execution.result, execution.trace, grading.env, now())
+    // the content hash of what is stored, over the rows the ingester will insert; a judge worker that runs tier 2 replaces the judgement
+    const judgementReplaced = input.judge !== undefined && grading.judge?.golden_divergence === true
+    const result = { ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, storedTrace, !judgementReplaced)) }
+    // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
+    await Promise.all([publishStoredTrace(deps.js, storedTrace, input.republish), publishAttemptResult(deps.js, result, input.republish)])
+    logAttempt(deps.logger, storedTrace, result)
+    publishProgress(deps.nc, input.run_id, {
+      attempt_uid: result.attempt_uid,
+      task_id: result.task_id,
+      attempt: result.attempt,
+      outcome: result.outcome,
+      failure_bucket: result.failure_bucket,
+      worker_id: deps.workerId,
+    })
+    return {
+      attempt_uid: result.attempt_uid,
+      outcome: result.outcome,
+      failure_bucket: result.failure_bucket,
+      ...(input.judge !== undefined && grading.judge !== undefined ? { judge: grading.judge } : {}),
+    }
+  }
   return {
     async runAttempt(input: AttemptInput): Promise<AttemptSummary> {
       const stopHeartbeat = startHeartbeat()
       try {
-        const suite = await loadSuiteCached(input.suite_path).catch((error: unknown) => {
-          throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
-        })
-        const task = suite.tasks.find((t) => t.id === input.task_id)
-        if (!task) {
-          throw ApplicationFailure.nonRetryable(`suite ${suite.name} (${suite.path}) has no task "${input.task_id}"`, 'UnknownTaskError')
+        return await runOne(input)
+      } finally {
+        stopHeartbeat()
+      }
+    },
+
+    async runAttempts({ base, items }: AttemptBatchInput): Promise<AttemptSummary[]> {
+      // a retry resumes after the attempts the last try heartbeated as done (they are published already)
+      const done = resumedSummaries(items.length)
+      const stopHeartbeat = startHeartbeat(() => done)
+      try {
+        for (let i = done.length; i < items.length; i++) {
+          const item = items[i]!
+          done.push(await runOne({ ...base, task_id: item.task_id, attempt: item.attempt }))
+          heartbeatNow(done)
         }
-        let adapter
-        try {
-          adapter = getAdapter(input.adapter)
-        } catch (error) {
-          if (error instanceof UnknownAdapterError) throw ApplicationFailure.nonRetryable(error.message, 'UnknownAdapterError')
-          throw error
-        }
-        const priceTable = await loadPriceTable(input.price_table).catch((error: unknown) => {
-          throw error instanceof PriceTableError ? ApplicationFailure.nonRetryable(error.message, 'PriceTableError') : error
-        })
-        if (sandboxRequested(input.adapter, input.adapter_config)) {
-          const sandbox = await sandboxSupport()
-          if (!sandbox.ok) throw ApplicationFailure.nonRetryable(new SandboxUnavailableError(sandbox.reason).message, 'SandboxUnavailableError')
-        }
-        if (input.judge !== undefined) {
-          try {
-            selectJudgeMetrics(input.judge.metrics)
-          } catch (error) {
-            throw ApplicationFailure.nonRetryable((error as Error).message, 'ConfigError')
-          }
-        }
-        const cancellation = cancellationSignal()
-        const execution = await executeAttemptFully({
-          suite,
-          task,
-          adapter,
-          runId: input.run_id,
-          configId: input.config_id,
-          attempt: input.attempt,
-          runSeed: input.seed,
-          adapterConfig: input.adapter_config,
-          workerId: deps.workerId,
-          now,
-          priceTable,
-          ...(cancellation !== undefined ? { signal: cancellation } : {}),
-          ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
-          ...(input.faults !== undefined ? { faults: input.faults } : {}),
-          redact: input.no_redact !== true,
-          guardAnswers: input.guard_answers === true,
-        }).catch((error: unknown) => {
-          throw error instanceof SecretRefError ? ApplicationFailure.nonRetryable(error.message, 'SecretRefError') : error
-        })
-        // a cancelled attempt (its run was cancelled) is not a sample: its agent was stopped, nothing is published
-        if (cancellation?.aborted === true) throw cancellation.reason
-        const { grading } = execution
-        // a result over the bus's max_payload would be refused and lost: cut it (with markers) to fit
-        const graded = fitAttemptResult({ ...execution.result, metrics: grading.metrics, judgement: grading.judgement }, busMaxPayload(deps.nc))
-        const storedTrace = storedTraceOf(execution.result, execution.trace, grading.env, now())
-        // the content hash of what is stored, over the rows the ingester will insert; a judge worker that runs tier 2 replaces the judgement
-        const judgementReplaced = input.judge !== undefined && grading.judge?.golden_divergence === true
-        const result = { ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, storedTrace, !judgementReplaced)) }
-        // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
-        await Promise.all([publishStoredTrace(deps.js, storedTrace, input.republish), publishAttemptResult(deps.js, result, input.republish)])
-        logAttempt(deps.logger, storedTrace, result)
-        publishProgress(deps.nc, input.run_id, {
-          attempt_uid: result.attempt_uid,
-          task_id: result.task_id,
-          attempt: result.attempt,
-          outcome: result.outcome,
-          failure_bucket: result.failure_bucket,
-          worker_id: deps.workerId,
-        })
-        return {
-          attempt_uid: result.attempt_uid,
-          outcome: result.outcome,
-          failure_bucket: result.failure_bucket,
-          ...(input.judge !== undefined && grading.judge !== undefined ? { judge: grading.judge } : {}),
-        }
+        return done
       } finally {
         stopHeartbeat()
       }
@@ -175,6 +194,25 @@ function cancellationSignal(): AbortSignal | undefined {
   }
 }
 
+/** The summaries an earlier try of this batch activity heartbeated (none on the first try). */
+function resumedSummaries(batchSize: number): AttemptSummary[] {
+  let details: unknown
+  try {
+    details = Context.current().info.heartbeatDetails
+  } catch {
+    return [] // called outside an activity (unit tests)
+  }
+  return Array.isArray(details) && details.length <= batchSize ? (details as AttemptSummary[]) : []
+}
+
+function heartbeatNow(details: unknown): void {
+  try {
+    Context.current().heartbeat(details)
+  } catch {
+    // outside an activity (unit tests)
+  }
+}
+
 /** The run record's fault stamps (RunPlan.faults); a run without faults keeps the defaults. */
 function faultStampsOf(plan: RunPlan): Partial<RunRecord> {
   const faults = plan.faults
@@ -189,7 +227,7 @@ function faultStampsOf(plan: RunPlan): Partial<RunRecord> {
 }
 
 /** Heartbeats at a third of the heartbeat timeout while an attempt runs, so a dead worker is noticed. */
-function startHeartbeat(): () => void {
+function startHeartbeat(details: () => unknown = () => undefined): () => void {
   let ctx: Context
   try {
     ctx = Context.current()
@@ -198,7 +236,7 @@ function startHeartbeat(): () => void {
   }
   const timeout = ctx.info.heartbeatTimeoutMs
   if (!timeout) return () => undefined
-  ctx.heartbeat()
-  const timer = setInterval(() => ctx.heartbeat(), Math.max(200, Math.floor(timeout / 3)))
+  ctx.heartbeat(details())
+  const timer = setInterval(() => ctx.heartbeat(details()), Math.max(200, Math.floor(timeout / 3)))
   return () => clearInterval(timer)
 }

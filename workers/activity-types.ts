@@ -60,8 +60,20 @@ export interface ReconcileActivities {
   checkCompleteness(input: CompletenessInput): Promise<CompletenessReport>
 }
 
+/** Several attempts of one run in one activity (RunPlan.attempts_per_activity): the shared fields once, then each attempt's task and number. */
+export interface AttemptBatchInput {
+  base: Omit<AttemptInput, 'task_id' | 'attempt'>
+  items: { task_id: string; attempt: number }[]
+}
+
 export interface RunActivities {
   runAttempt(input: AttemptInput): Promise<AttemptSummary>
+  /**
+   * Runs the batch's attempts one after another, each published under its own attempt_uid exactly as
+   * runAttempt does; heartbeats the summaries done so far, and a retry resumes after them.
+   * Returns one summary per item, in order.
+   */
+  runAttempts(input: AttemptBatchInput): Promise<AttemptSummary[]>
   /** publishes the run's record; returns the run's start time (epoch ms) */
   recordRunStatus(input: RunStatusInput): Promise<number>
 }

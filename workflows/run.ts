@@ -14,12 +14,13 @@ import {
 } from '@temporalio/workflow'
 import { finalRunStatus, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import type { RunPlan } from '../core/contracts/index.js'
-import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
+import type { AttemptInput, AttemptSummary, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'
 import { judgeScheduler } from './judging.js'
 import { RECONCILE_PATCH, reconcileRun } from './reconcile.js'
 import { SequentialRun } from './sequential.js'
 import { attemptInputOf, isNonRetryable, mergeTally, type RunTally } from './tally.js'
+import { attemptBatchSize, batchInputOf } from './attempt-batches.js'
 
 export type { RunTally }
 
@@ -105,31 +106,58 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
 /** Runs attempts [start, end) of a run with at most `max_in_flight` attempt activities pending. */
 export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
   const { plan } = input
-  const { runAttempt } = proxyActivities<RunActivities>(attemptActivityOptions(plan))
+  const { runAttempt, runAttempts } = proxyActivities<RunActivities>(attemptActivityOptions(plan))
   const tally: RunTally = { outcomes: {}, not_executed: 0 }
   const judging = judgeScheduler(plan, tally)
+  const counted = (attemptInput: AttemptInput, summary: AttemptSummary): void => {
+    tally.outcomes[summary.outcome] = (tally.outcomes[summary.outcome] ?? 0) + 1
+    judging.after(attemptInput, summary)
+  }
+  const runOne = async (attemptInput: AttemptInput): Promise<void> => {
+    let summary: AttemptSummary
+    try {
+      summary = await runAttempt(attemptInput)
+    } catch (error) {
+      if (isCancellation(error)) throw error
+      // configuration errors fail the run at once; exhausted infrastructure retries are counted
+      if (error instanceof Error && isNonRetryable(error)) throw error
+      tally.not_executed++
+      return
+    }
+    counted(attemptInput, summary)
+  }
+  const inputAt = (index: number): AttemptInput => attemptInputOf(plan, plan.task_ids[Math.floor(index / plan.attempts)]!, index % plan.attempts)
+  // issue 15: several attempts per activity; the patch keeps histories of shards that ran one per activity replayable
+  const batch = attemptBatchSize(plan, input.end - input.start)
+  const batched = batch > 1 && patched('attempt-batches')
+  const step = batched ? batch : 1
   let next = input.start
   const lane = async (): Promise<void> => {
     while (next < input.end) {
-      const index = next++
-      const taskId = plan.task_ids[Math.floor(index / plan.attempts)]!
-      const attempt = index % plan.attempts
-      let summary: AttemptSummary
-      const attemptInput = attemptInputOf(plan, taskId, attempt)
-      try {
-        summary = await runAttempt(attemptInput)
-      } catch (error) {
-        if (isCancellation(error)) throw error
-        // configuration errors fail the run at once; exhausted infrastructure retries are counted
-        if (error instanceof Error && isNonRetryable(error)) throw error
-        tally.not_executed++
+      const from = next
+      next = Math.min(input.end, next + step)
+      if (!batched) {
+        await runOne(inputAt(from))
         continue
       }
-      tally.outcomes[summary.outcome] = (tally.outcomes[summary.outcome] ?? 0) + 1
-      judging.after(attemptInput, summary)
+      const inputs = Array.from({ length: next - from }, (_, i) => inputAt(from + i))
+      let summaries: AttemptSummary[]
+      try {
+        summaries = await runAttempts(batchInputOf(inputs))
+      } catch (error) {
+        if (isCancellation(error)) throw error
+        if (error instanceof Error && isNonRetryable(error)) throw error
+        // the batch gave up after its retries: each attempt gets its own activity (and retries) so the
+        // tally stays exact; attempts the batch published already are published again under the same
+        // attempt_uid, which the bus and the store deduplicate
+        for (const attemptInput of inputs) await runOne(attemptInput)
+        continue
+      }
+      inputs.forEach((attemptInput, i) => counted(attemptInput, summaries[i]!))
     }
   }
-  await Promise.all(Array.from({ length: Math.min(plan.max_in_flight, input.end - input.start) }, lane))
+  const activities = Math.ceil((input.end - input.start) / step)
+  await Promise.all(Array.from({ length: Math.min(plan.max_in_flight, activities) }, lane))
   await judging.drain()
   return tally
 }

@@ -65,6 +65,11 @@ export const RunPlan = z.object({
   seed: z.string(),
   shard_size: z.number().int().positive().max(1000).default(1000),
   max_in_flight: z.number().int().positive().max(500).default(200),
+  /**
+   * attempts one attempt activity runs, one after another (issue 15): fewer Temporal round trips per
+   * attempt. The shard lowers it so its window of max_in_flight activities still fills; absent: 1.
+   */
+  attempts_per_activity: z.number().int().positive().max(100).optional(),
   /** how many shard children run at once */
   max_shards_in_flight: z.number().int().positive().max(50).default(4),
   /** start-to-close limit of one attempt activity (the largest task budget plus grace) */

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { JudgeSettings, RunPlan } from '../../core/contracts/index.js'
 import { attemptUidOf } from '../../core/identity.js'
 import { findBinary } from '../../stack/binaries.js'
+import { runEachAttempt } from './batch-stub.js'
 import type { AttemptInput, AttemptSummary, CompletenessInput, JudgeActivities, JudgeInput, JudgeSummary, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
 import type { RunWorkflow, RunWorkflowResult } from '../../workflows/run.js'
 
@@ -59,6 +60,7 @@ function attemptActivities(ask = true) {
         ...(ask ? { judge: { golden_divergence: failed, metrics: true } } : {}),
       }
     },
+    runAttempts: (input) => runEachAttempt(activities, input),
     async recordRunStatus(input: RunStatusInput): Promise<number> {
       return input.started_at ?? 1
     },

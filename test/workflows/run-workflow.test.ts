@@ -18,7 +18,8 @@ import { RunPlan } from '../../core/contracts/index.js'
 import { attemptUidOf } from '../../core/identity.js'
 import { findBinary } from '../../stack/binaries.js'
 import { missingAttempts, type RunCompleteness } from '../../core/completeness.js'
-import type { AttemptInput, AttemptSummary, CompletenessInput, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
+import type { AttemptBatchInput, AttemptInput, AttemptSummary, CompletenessInput, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
+import { runEachAttempt } from './batch-stub.js'
 import type { RunWorkflow, RunWorkflowResult, ShardInput } from '../../workflows/run.js'
 
 const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url))
@@ -90,6 +91,8 @@ interface StubOptions {
   delayMs?: number
   /** throws to make the activity fail */
   fail?: (input: AttemptInput, tryNumber: number) => void
+  /** throws to make a batch activity fail (before it runs any attempt) */
+  failBatch?: (input: AttemptBatchInput, tryNumber: number) => void
   /** the result of this call never reaches the store (a lost message) */
   lost?: (input: AttemptInput) => boolean
 }
@@ -107,7 +110,13 @@ function stubActivities(opts: StubOptions = {}) {
   /** `task#attempt` of every result that reached the (pretend) store */
   const stored = new Set<string>()
   const checks: CompletenessInput[] = []
+  const batches: AttemptBatchInput[] = []
   const activities: RunActivities & ReconcileActivities = {
+    async runAttempts(input: AttemptBatchInput): Promise<AttemptSummary[]> {
+      batches.push(input)
+      opts.failBatch?.(input, Context.current().info.attempt)
+      return runEachAttempt(activities, input)
+    },
     async runAttempt(input: AttemptInput): Promise<AttemptSummary> {
       const info = Context.current().info
       attempts.push({ input, try: info.attempt, workflow_id: info.workflowExecution?.workflowId })
@@ -143,7 +152,7 @@ function stubActivities(opts: StubOptions = {}) {
       return { planned: input.task_ids.length * input.attempts, stored: found.stored, missing_count: found.count, missing: found.missing, doubled: 0, harness_errors: 0 }
     },
   }
-  return { activities, attempts, statuses, returned, window, checks }
+  return { activities, attempts, statuses, returned, window, checks, batches }
 }
 
 /** Runs one RunWorkflow on its own task queue with a worker holding `activities`; returns the handle once it closed. */
@@ -364,6 +373,46 @@ describe('RunWorkflow with stub activities', () => {
     expect(error).toBeInstanceOf(WorkflowFailedError)
     expect(stub.attempts.map((c) => c.try)).toEqual([1])
     expect(stub.statuses.map((s) => s.status)).toEqual(['running', 'failed'])
+  })
+})
+
+describe('ShardWorkflow with several attempts per activity (issue 15)', () => {
+  it('runs 12 attempts as 3 batch activities of 4, each pair exactly once, window still full', async () => {
+    const p = plan({ task_ids: ['a', 'b', 'c'], attempts: 4, max_in_flight: 3, attempts_per_activity: 10 })
+    const stub = stubActivities({ delayMs: 50, outcome: (input) => (input.attempt === 0 ? 'fail' : 'pass') })
+
+    const { result } = await runOnWorker(stub.activities, p)
+
+    expect((await result).tally).toEqual({ outcomes: { pass: 9, fail: 3 }, not_executed: 0 })
+    // min(10 per activity, 12 attempts / 3 in flight) = 4 per activity
+    expect(stub.batches.map((b) => b.items.length)).toEqual([4, 4, 4])
+    expect(stub.attempts.map((c) => `${c.input.task_id}#${c.input.attempt}`).sort()).toEqual(allPairs(p).sort())
+    expect(stub.window.max).toBe(3)
+  })
+
+  it('a plan without attempts_per_activity schedules one attempt per activity, as before', async () => {
+    const p = plan({ task_ids: ['a', 'b'], attempts: 3 })
+    const stub = stubActivities()
+    const { result } = await runOnWorker(stub.activities, p)
+    expect((await result).tally).toEqual({ outcomes: { pass: 6 }, not_executed: 0 })
+    expect(stub.batches).toEqual([])
+    expect(stub.attempts).toHaveLength(6)
+  })
+
+  it('a batch that fails after every retry falls back to one activity per attempt, so the tally stays exact', async () => {
+    const p = plan({ task_ids: ['a', 'flaky'], attempts: 2, max_in_flight: 1, attempts_per_activity: 2 })
+    const stub = stubActivities({
+      failBatch: (input) => {
+        if (input.items.some((item) => item.task_id === 'flaky')) throw ApplicationFailure.retryable('bus down', 'BusDown')
+      },
+    })
+
+    const { result } = await runOnWorker(stub.activities, p)
+
+    expect((await result).tally).toEqual({ outcomes: { pass: 4 }, not_executed: 0 })
+    // retry policy: maximumAttempts 5 for the failing batch, then one activity per attempt
+    expect(stub.batches.map((b) => b.items.map((i) => `${i.task_id}#${i.attempt}`))).toEqual([['a#0', 'a#1'], ...Array(5).fill(['flaky#0', 'flaky#1'])])
+    expect(stub.attempts.map((c) => `${c.input.task_id}#${c.input.attempt}`)).toEqual(['a#0', 'a#1', 'flaky#0', 'flaky#1'])
   })
 })
 

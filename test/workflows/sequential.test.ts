@@ -15,6 +15,7 @@ import { RunPlan } from '../../core/contracts/index.js'
 import { attemptUidOf } from '../../core/identity.js'
 import { wilsonWidth } from '../../core/stats.js'
 import { findBinary } from '../../stack/binaries.js'
+import { runEachAttempt } from './batch-stub.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
 import type { RunWorkflow } from '../../workflows/run.js'
 import type { SequentialRunResult } from '../../workflows/sequential.js'
@@ -44,6 +45,7 @@ function stub(outcome: (input: AttemptInput) => string, fail?: (input: AttemptIn
       const result = outcome(input)
       return { attempt_uid: attemptUidOf(input), outcome: result, failure_bucket: null }
     },
+    runAttempts: (input) => runEachAttempt(activities, input),
     async recordRunStatus(input: RunStatusInput): Promise<number> {
       statuses.push(input)
       return input.started_at ?? 1_750_000_000_000

@@ -14,6 +14,7 @@ import { RunPlan } from '../../core/contracts/index.js'
 import { attemptUidOf } from '../../core/identity.js'
 import { SweepSpec, type SweepRecord } from '../../core/contracts/sweep.js'
 import { findBinary } from '../../stack/binaries.js'
+import { runEachAttempt } from './batch-stub.js'
 import type { AttemptInput, AttemptSummary, CompletenessInput, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
 import type { CellEvaluation, EvaluateCellInput, PlanCellInput, SweepActivities } from '../../workers/sweep-activity-types.js'
 import type { SweepWorkflow } from '../../workflows/sweep.js'
@@ -38,6 +39,7 @@ const runActivities: RunActivities & ReconcileActivities = {
     if (input.seed === 'b' && input.task_id === 't2' && input.attempt === 0) throw ApplicationFailure.nonRetryable('adapter config invalid', 'ConfigError')
     return { attempt_uid: attemptUidOf(input), outcome: input.attempt % 2 === 0 ? 'pass' : 'fail', failure_bucket: null }
   },
+  runAttempts: (input) => runEachAttempt(runActivities, input),
   async recordRunStatus(input: RunStatusInput): Promise<number> {
     return input.started_at ?? 1
   },
