@@ -215,7 +215,8 @@ app.kubernetes.io/component: {{ .component }}
 - name: nats-tls
   secret:
     secretName: {{ .Values.bus.tls.existingSecret }}
-    defaultMode: 0440
+    # 0440, written in decimal so no YAML reader takes it for 440
+    defaultMode: 288
 {{- end }}
 {{- if .Values.trustedCaSecret }}
 - name: trusted-ca
