@@ -6,17 +6,21 @@
  * helm and kubernetes-validate are installed here when missing (as deploy/setup.sh does); the tests
  * skip, saying why, only when that is impossible.
  */
-import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { connect } from '@nats-io/transport-node'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse, parseAllDocuments } from 'yaml'
 import { afterAll, describe, expect, it } from 'vitest'
 import { SweepSpec } from '../../core/contracts/sweep.js'
 import { sweepCells } from '../../core/sweep.js'
+import { findBinary } from '../../stack/binaries.js'
 import { packageRoot } from '../../stack/paths.js'
 import { BUS_ROLES, type BusRole } from '../../store/bus-auth.js'
-import { externalNatsConfig, findHelm, findValidator } from '../helpers/helm-tools.js'
+import { externalNatsConfig, findHelm, findValidator, natsVariable } from '../helpers/helm-tools.js'
 
 const root = packageRoot()
 const chart = join(root, 'helm', 'forge')
@@ -454,6 +458,44 @@ describe('helm/nats: what an external NATS must configure', () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8')
     expect(readme).toContain(`<!-- file: helm/nats/forge-auth-values.yaml -->\n\`\`\`yaml\n${expected.chartValues}\`\`\`\n`)
     expect(readme).toContain(`<!-- file: helm/nats/forge-authorization.conf -->\n\`\`\`text\n${expected.natsConf}\`\`\`\n`)
+  })
+
+  it('forge-authorization.conf: a real nats-server takes it; each role joins with the user and password from its environment, a wrong password is refused, a worker cannot answer store queries', async () => {
+    const dir = mkdtempSync(join(work, 'nats-'))
+    copyFileSync(files.natsConf, join(dir, 'forge-authorization.conf'))
+    const port = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port: free } = server.address() as { port: number }
+        server.close(() => resolve(free))
+      })
+    })
+    writeFileSync(join(dir, 'nats.conf'), `listen: 127.0.0.1:${port}\njetstream { store_dir: "${join(dir, 'js')}" }\ninclude forge-authorization.conf\n`)
+    const passwords = Object.fromEntries(BUS_ROLES.map((role) => [role, `${role}-secret-1`])) as Record<BusRole, string>
+    const env = { ...process.env, ...Object.fromEntries(BUS_ROLES.flatMap((role) => [[natsVariable(role, 'user'), `forge-${role}`], [natsVariable(role, 'password'), passwords[role]]])) }
+    const server = spawn(findBinary('nats-server'), ['-c', join(dir, 'nats.conf')], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+    let log = ''
+    server.stderr.on('data', (d: Buffer) => (log += d.toString()))
+    const url = `nats://127.0.0.1:${port}`
+    try {
+      const joins = async (user: string, pass: string) => {
+        const nc = await connect({ servers: url, user, pass })
+        await nc.close()
+        return true
+      }
+      let up = false
+      for (let i = 0; i < 100 && !up && server.exitCode === null; i++) up = await joins('forge-worker', passwords.worker).catch(async () => (await sleep(100), false))
+      expect(up, log).toBe(true)
+      for (const role of BUS_ROLES) expect(await joins(`forge-${role}`, passwords[role])).toBe(true)
+      await expect(joins('forge-worker', passwords.ingester)).rejects.toThrow(/Authorization Violation/)
+      const worker = await connect({ servers: url, user: 'forge-worker', pass: passwords.worker })
+      try {
+        expect(String(await worker.subscribe('forge.store.query').closed)).toMatch(/Permissions Violation for Subscription to "forge.store.query"/)
+      } finally {
+        await worker.close()
+      }
+    } finally {
+      server.kill('SIGTERM')
+    }
   })
 
   it("reads every user and password from a key the chart's bus Secret has", () => {
