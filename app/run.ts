@@ -3,16 +3,19 @@
  * start RunWorkflow, follow progress over NATS, wait until ClickHouse holds every published attempt,
  * and answer with the run's statistics computed from ClickHouse.
  */
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client'
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { ForgeConfig } from '../config/index.js'
 import type { RunPlan, Task } from '../core/contracts/index.js'
-import { ForgeError } from '../core/errors.js'
-import { connectBus, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
+import { describeCompleteness, describeHarnessErrors, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
+import { ConfigError, ForgeError } from '../core/errors.js'
+import { checkTaskSizes, formatBytes } from '../core/message-size.js'
+import { busMaxPayload, connectBus, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import { stackUp } from '../stack/local-stack.js'
 import { isolationOf } from '../engine/sandbox/config.js'
+import { superviseStack } from '../stack/supervisor.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { sealRunWhenStored, type SealReport } from './audit.js'
 import { planRun } from './plan-run.js'
@@ -35,6 +38,8 @@ export type RunEvent =
   | { kind: 'started'; run_id: string; tasks: number; attempts: number; total: number; workers: number; seed: string }
   | { kind: 'task-done'; task_id: string; k: number; n: number; done_tasks: number; total_tasks: number }
   | { kind: 'ingesting'; stored: number; expected: number }
+  /** something the user should know before the run's statistics (e.g. a task field results carry truncated) */
+  | { kind: 'notice'; message: string }
 
 export interface RunReport extends RunStats {
   run_id: string
@@ -52,6 +57,10 @@ export interface RunReport extends RunStats {
   judge_not_executed?: number
   /** the run's audit chain once sealed: its head (also on the run record) and signature (with FORGE_AUDIT_KEY) */
   audit: SealReport
+  /** how the run ended: completed, degraded (harness errors > 2%) or incomplete (attempts missing) */
+  status: FinalRunStatus
+  /** what the completeness check at the end of the run found (null for a run started before it existed) */
+  completeness: RunCompleteness | null
 }
 
 /**
@@ -68,6 +77,13 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
   const concurrency = localModelConcurrency(run.concurrency, run.workers, modelServer.parallel, plan.adapter_config['model'])
   if (concurrency < run.concurrency) onEvent({ kind: 'stack', message: `${concurrency} attempt(s) at once per worker: the model server generates ${modelServer.parallel} at once (FORGE_MODEL_PARALLEL)` })
   const nc = await connectBus(endpoints.natsUrl, 'forge-run')
+  try {
+    // a field too big for one message of this bus stops the run before its first attempt
+    for (const message of taskSizeNotices(suite, tasks, busMaxPayload(nc))) onEvent({ kind: 'notice', message })
+  } catch (error) {
+    await nc.drain().catch(() => undefined)
+    throw error
+  }
   const pool = startWorkerPool({
     count: run.workers,
     temporalAddress: endpoints.temporalAddress,
@@ -77,8 +93,11 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     concurrency,
     logDir: join(config.home, 'logs'),
     runId: plan.run_id,
+    onRestart: ({ slot, pid, exit }) => onEvent({ kind: 'stack', message: `worker ${slot} died (${exit}); started again as pid ${pid}` }),
     env: modelServer.env,
   })
+  // while it waits, forge run restarts whatever of the local stack dies (so does the stack's own supervisor)
+  const supervisor = superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) })
   const connection = await Connection.connect({ address: endpoints.temporalAddress })
   const started = Date.now()
   let observer: { stop(): void } | undefined
@@ -87,38 +106,18 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     observer = observe?.(nc, plan.run_id, tasks.length * plan.attempts)
     await pool.ready
     onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
-    const result = await runWorkflow(new Client({ connection, namespace: config.temporal.namespace }), config.temporal.taskQueue, plan, signal, () =>
-      onEvent({ kind: 'started', run_id: plan.run_id, tasks: tasks.length, attempts: plan.attempts, total: tasks.length * plan.attempts, workers: run.workers, seed: plan.seed }),
+    const result = await runWorkflow(
+      new Client({ connection, namespace: config.temporal.namespace }),
+      config.temporal.taskQueue,
+      plan,
+      signal,
+      () => onEvent({ kind: 'started', run_id: plan.run_id, tasks: tasks.length, attempts: plan.attempts, total: tasks.length * plan.attempts, workers: run.workers, seed: plan.seed }),
+      (message) => onEvent({ kind: 'stack', message }),
     )
-    const wallMs = Date.now() - started
     progress.stop()
-    // a sequential run schedules fewer attempts than tasks × attempts when tasks stop early
-    const scheduled = result.total
-    const reader = await openReader(config)
-    try {
-      const published = Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
-      await waitForStorage(reader, plan.run_id, published, run.ingest_timeout_ms, onEvent)
-      const stats = await getRunStats(reader, plan.run_id)
-      // every stored result is hash-linked into the run's chain; its head goes on the run record
-      const audit = await sealRunWhenStored(config, plan.run_id, { attempts: stats.attempts, judged: result.tally.judged ?? 0 }, run.ingest_timeout_ms)
-      return {
-        ...stats,
-        run_id: plan.run_id,
-        seed: plan.seed,
-        suite: suite.name,
-        adapter: plan.adapter,
-        isolation: isolationOf(plan.adapter, plan.adapter_config),
-        expected_attempts: scheduled,
-        not_executed: result.tally.not_executed,
-        wall_ms: wallMs,
-        attempts_per_second: scheduled / Math.max(wallMs / 1000, 0.001),
-        ...(plan.judge !== undefined ? { judged: result.tally.judged ?? 0, judge_not_executed: result.tally.judge_not_executed ?? 0 } : {}),
-        audit,
-      }
-    } finally {
-      await reader.close()
-    }
+    return await reportRun(config, plan, result, Date.now() - started, run.ingest_timeout_ms, onEvent)
   } finally {
+    await supervisor.stop()
     observer?.stop()
     await pool.stop()
     await connection.close()
@@ -126,28 +125,139 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
   }
 }
 
+/** The report of a finished run: once the store holds it, its statistics, with what its workflow counted. */
+export async function reportRun(config: ForgeConfig, plan: RunPlan, result: RunWorkflowResult, wallMs: number, ingestTimeoutMs: number, onEvent: (event: RunEvent) => void): Promise<RunReport> {
+  // a sequential run schedules fewer attempts than tasks × attempts when tasks stop early
+  const scheduled = result.total
+  const reader = await openReader(config)
+  try {
+    // the completeness check already waited for the store; the final run record may still be on its way
+    const published = result.completeness?.stored ?? Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
+    await waitForStorage(reader, plan.run_id, published, ingestTimeoutMs, onEvent)
+    const stats = await getRunStats(reader, plan.run_id)
+    // every stored result is hash-linked into the run's chain; its head goes on the run record
+    const audit = await sealRunWhenStored(config, plan.run_id, { attempts: stats.attempts, judged: result.tally.judged ?? 0 }, ingestTimeoutMs)
+    return {
+      ...stats,
+      run_id: plan.run_id,
+      seed: plan.seed,
+      suite: plan.suite,
+      adapter: plan.adapter,
+      isolation: isolationOf(plan.adapter, plan.adapter_config),
+      expected_attempts: scheduled,
+      not_executed: result.tally.not_executed,
+      wall_ms: wallMs,
+      attempts_per_second: scheduled / Math.max(wallMs / 1000, 0.001),
+      ...(plan.judge !== undefined ? { judged: result.tally.judged ?? 0, judge_not_executed: result.tally.judge_not_executed ?? 0 } : {}),
+      status: result.status,
+      completeness: result.completeness ?? null,
+      audit,
+    }
+  } finally {
+    await reader.close()
+  }
+}
+
 /** Starts RunWorkflow and waits for its result; aborting `signal` cancels it. */
-async function runWorkflow(client: Client, taskQueue: string, plan: RunPlan, signal: AbortSignal | undefined, onStarted: () => void): Promise<RunWorkflowResult> {
+async function runWorkflow(
+  client: Client,
+  taskQueue: string,
+  plan: RunPlan,
+  signal: AbortSignal | undefined,
+  onStarted: () => void,
+  onOutage: (message: string) => void,
+): Promise<RunWorkflowResult> {
   const handle = await client.workflow
     .start<typeof RunWorkflow>('RunWorkflow', { taskQueue, workflowId: `forge-run-${plan.run_id}`, args: [{ plan }], workflowIdReusePolicy: 'REJECT_DUPLICATE' })
     .catch((error: unknown) => {
       throw error instanceof WorkflowExecutionAlreadyStartedError ? runIdTakenByTemporal(plan.run_id, error) : error
     })
   onStarted()
-  const cancel = () => void handle.cancel().catch(() => undefined)
+  return awaitRunResult(handle, plan.run_id, signal, onOutage)
+}
+
+/**
+ * Waits for a run's workflow to close, through Temporal outages (a restarted dev server comes back on
+ * the same address); aborting `signal` cancels the run. Throws RunFailedError when it failed or was cancelled.
+ */
+export async function awaitRunResult(
+  handle: WorkflowHandle<typeof RunWorkflow>,
+  runId: string,
+  signal: AbortSignal | undefined,
+  onOutage: (message: string) => void,
+): Promise<RunWorkflowResult> {
+  const cancel = () => void retryThroughOutage(() => handle.cancel(), 120_000).catch(() => undefined)
   if (signal?.aborted) cancel()
   signal?.addEventListener('abort', cancel, { once: true })
   try {
-    return await handle.result()
+    return await retryThroughOutage(() => handle.result(), 600_000, () => onOutage('Temporal is unreachable; waiting for it to come back…'))
   } catch (error) {
     if (error instanceof WorkflowFailedError) {
-      const runId = plan.run_id
       throw new RunFailedError(signal?.aborted === true ? `run ${runId} was cancelled; what finished is stored (forge stats --run-id ${runId})` : `run ${runId} failed: ${rootMessage(error)}`, { cause: error })
     }
     throw error
   } finally {
     signal?.removeEventListener('abort', cancel)
   }
+}
+
+/**
+ * Checks every task's instruction and input against the bus's max_payload: throws a ConfigError
+ * naming the suite, task, field and sizes when one cannot fit a message; returns notices for
+ * instructions that results carry truncated (with a marker; the verbatim text stays in the suite).
+ */
+export function taskSizeNotices(suite: { name: string; path: string }, tasks: readonly Task[], maxPayload: number): string[] {
+  const { refused, truncated } = checkTaskSizes(tasks, maxPayload)
+  if (refused.length > 0) {
+    const problems = refused.map((p) => `task ${p.task_id}: ${p.field} is ${formatBytes(p.bytes)}, over the ${formatBytes(p.limit)} one message of the bus can carry (max_payload ${formatBytes(maxPayload)} less headroom)`)
+    throw new ConfigError(`suite ${suite.name} (${suite.path}): ${problems.join('; ')}; keep large content in a fixture file and name it in the task`)
+  }
+  return truncated.map((p) => `task ${p.task_id}: its ${formatBytes(p.bytes)} instruction is stored with each result truncated to ${formatBytes(p.limit)} (marked); the verbatim text stays in the suite`)
+}
+
+/** Thrown when the run ended with attempts missing from the store after reconciliation; names them. */
+export class RunIncompleteError extends ForgeError {
+  override name = 'RunIncompleteError'
+  readonly kind = 'run_failed'
+}
+
+/** Thrown when the run completed but harness errors exceed 2% of its attempts (exit code 7). */
+export class RunDegradedError extends ForgeError {
+  override name = 'RunDegradedError'
+  readonly kind = 'degraded'
+}
+
+/** The error a finished run's report ends with: incomplete (exit 1) or degraded (exit 7); undefined when it completed. */
+export function runOutcomeError(report: Pick<RunReport, 'run_id' | 'status' | 'completeness'>): RunIncompleteError | RunDegradedError | undefined {
+  const c = report.completeness
+  if (c === null) return undefined
+  if (report.status === 'incomplete') return new RunIncompleteError(`run ${report.run_id} is incomplete: ${describeCompleteness(c)}`)
+  if (report.status === 'degraded') return new RunDegradedError(`run ${report.run_id} is degraded: ${describeHarnessErrors(c)}`)
+  return undefined
+}
+
+/** `call`, again every second while Temporal is unreachable (UNAVAILABLE), for at most `timeoutMs`. */
+async function retryThroughOutage<T>(call: () => Promise<T>, timeoutMs: number, onRetry: () => void = () => undefined): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  let said = false
+  for (;;) {
+    try {
+      return await call()
+    } catch (error) {
+      if (!isUnavailable(error) || Date.now() > deadline) throw error
+      if (!said) onRetry()
+      said = true
+      await sleep(1_000)
+    }
+  }
+}
+
+/** A gRPC UNAVAILABLE (code 14) anywhere in the cause chain: the server is down or restarting. */
+function isUnavailable(error: unknown): boolean {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    if ((e as { code?: unknown }).code === 14 || /\b14 UNAVAILABLE\b|ECONNREFUSED/.test(e.message)) return true
+  }
+  return false
 }
 
 /** Thrown when the run workflow itself failed (a configuration error, or it was cancelled). */
@@ -163,10 +273,10 @@ function rootMessage(error: Error): string {
 }
 
 /** Counts finished attempts per task from live progress events; duplicates (retries) count once. */
-function followProgress(
+export function followProgress(
   nc: Awaited<ReturnType<typeof connectBus>>,
   runId: string,
-  tasks: Task[],
+  tasks: readonly unknown[],
   attempts: number,
   onEvent: (event: RunEvent) => void,
 ): { stop(): void } {
@@ -198,10 +308,16 @@ async function waitForStorage(
   timeoutMs: number,
   onEvent: (event: RunEvent) => void,
 ): Promise<void> {
+  let last = 0
   const count = async () => {
-    const [stored, run] = await Promise.all([countAttempts(reader, runId), getRun(reader, runId)])
-    // the run's final record travels the same stream; count it as stored once it landed
-    return run?.status === 'running' || run === undefined ? Math.min(stored, published - 1) : stored
+    try {
+      const [stored, run] = await Promise.all([countAttempts(reader, runId), getRun(reader, runId)])
+      // the run's final record travels the same stream; count it as stored once it landed
+      last = run?.status === 'running' || run === undefined ? Math.min(stored, published - 1) : stored
+    } catch {
+      // the ingester is restarting: ask again
+    }
+    return last
   }
   const deadline = Date.now() + timeoutMs
   let stored = await count()

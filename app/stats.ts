@@ -3,6 +3,7 @@
  * intervals, pass@k / pass^k, consistency and cost figures from core/report. Each suite stands apart.
  */
 import type { RunStamps } from '../core/compare.js'
+import { partialRunNotice } from '../core/completeness.js'
 import type { RunRecord } from '../core/contracts/index.js'
 import { DEFAULT_KS, suiteFigures, type SuiteFigures, type TaskFigures } from '../core/report.js'
 import { suiteValidityRates, validityRates, type ValidityRates } from '../core/validity.js'
@@ -29,6 +30,8 @@ export type SuiteStats = Omit<SuiteFigures, 'tasks'> & {
 export interface RunStats {
   run: RunRecord | undefined
   run_id: string
+  /** set when the statistics cover less than the whole run (in progress, cancelled, incomplete, degraded): printed first */
+  notice: string | null
   attempts: number
   /** every task of the run, sorted by suite then task */
   tasks: TaskStats[]
@@ -84,6 +87,7 @@ export async function getRunStats(reader: StoreReader, runId: string, ks: readon
   return {
     run,
     run_id: runId,
+    notice: partialRunNotice(run, attempts) ?? null,
     attempts,
     tasks,
     suites,

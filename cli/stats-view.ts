@@ -22,6 +22,8 @@ export interface StatsViewOptions {
 /** A run's report: per suite, a success table and a cost/latency table, then the suite's headline figures. */
 export function printRunStats(log: (line: string) => void, stats: RunStats, options: StatsViewOptions = {}): void {
   const run = stats.run
+  // statistics over less than the whole run say so first (issue 12)
+  if (stats.notice !== null) log(stats.notice)
   log(`run ${stats.run_id}${run ? `  suite ${run.suite}  adapter ${run.adapter}  status ${run.status}` : ''}`)
   log(stampLine(stats.stamps))
   if (run?.redacted === false) log('not redacted: secrets and PII stored as produced (--no-redact)')

@@ -22,7 +22,8 @@ export interface ForgeConfig {
   /** server binaries of the local stack; undefined: found on PATH */
   binaries: { temporal: string | undefined; natsServer: string | undefined }
   /** a worker process (workers/worker-process.ts) */
-  worker: { id: string | undefined; concurrency: number; exitWithParent: boolean; role: 'all' | 'attempts' | 'judge'; shutdownGraceMs: number }
+  /** `runId`: the run a `forge run` worker serves; when its parent is gone it keeps going until that run ended */
+  worker: { id: string | undefined; concurrency: number; exitWithParent: boolean; role: 'all' | 'attempts' | 'judge'; shutdownGraceMs: number; runId: string | undefined }
   /** /healthz, /readyz and /metrics of workers and the ingester; undefined: no endpoint */
   healthPort: number | undefined
   /** replicas of the results stream when the ingester creates it */
@@ -58,7 +59,7 @@ function configOf(s: ForgeSettings, cwd: string): ForgeConfig {
     clickhouseUrl: s.clickhouseUrl,
     storePath: s.storePath === undefined ? resolve(home, 'store') : resolve(cwd, s.storePath),
     binaries: { temporal: s.temporalBin, natsServer: s.natsBin },
-    worker: { id: s.workerId, concurrency: s.workerConcurrency, exitWithParent: s.exitWithParent, role: s.workerRole, shutdownGraceMs: s.shutdownGraceMs },
+    worker: { id: s.workerId, concurrency: s.workerConcurrency, exitWithParent: s.exitWithParent, role: s.workerRole, shutdownGraceMs: s.shutdownGraceMs, runId: s.workerRunId },
     healthPort: s.healthPort,
     natsStreamReplicas: s.natsStreamReplicas,
     judge: {

@@ -131,6 +131,13 @@ export const SETTINGS = {
     defaultText: '0 (off)',
     schema: switchValue,
   }),
+  workerRunId: define({
+    variable: 'FORGE_WORKER_RUN_ID',
+    description: 'The run a forge run worker serves: once its parent is gone it keeps serving until that run ends',
+    fallback: undefined,
+    defaultText: '(none)',
+    schema: optionalText,
+  }),
   judgeWorker: define({
     variable: 'FORGE_JUDGE_WORKER',
     description: 'A worker process also serves the judge task queue (1) or only attempts (0)',

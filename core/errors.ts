@@ -7,17 +7,19 @@
  */
 
 /** Exit codes of the `forge` CLI; `regression` is forge compare's "a regression was found", not an error. */
-export const EXIT_CODES = { ok: 0, failure: 1, badInput: 2, missingBinary: 3, stack: 4, store: 5, regression: 6 } as const
+export const EXIT_CODES = { ok: 0, failure: 1, badInput: 2, missingBinary: 3, stack: 4, store: 5, regression: 6, degraded: 7 } as const
 
 /**
- * What went wrong, by who can fix it: `run_failed` (the run itself failed or was cancelled),
+ * What went wrong, by who can fix it: `run_failed` (the run itself failed, was cancelled or ended
+ * incomplete), `degraded` (the run completed, but harness errors exceed 2% of its attempts),
  * `config` (a flag, variable or setting), `validation` (a suite file or other input), `missing_binary`
  * (a server binary is not installed), `stack` (a local server did not come up), `store` (ClickHouse or NATS).
  */
-export type ErrorKind = 'run_failed' | 'config' | 'validation' | 'missing_binary' | 'stack' | 'store'
+export type ErrorKind = 'run_failed' | 'degraded' | 'config' | 'validation' | 'missing_binary' | 'stack' | 'store'
 
 const EXIT_CODE_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   run_failed: EXIT_CODES.failure,
+  degraded: EXIT_CODES.degraded,
   config: EXIT_CODES.badInput,
   validation: EXIT_CODES.badInput,
   missing_binary: EXIT_CODES.missingBinary,

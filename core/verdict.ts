@@ -49,6 +49,11 @@ function hasUnrecoveredInjectedFault(trace: AgentTrace): boolean {
   )
 }
 
+/** The agent hit a budget limit: the harness stopped it or refused a call past a budget. */
+function overranBudget(trace: AgentTrace): boolean {
+  return trace.budget_exhausted !== undefined || trace.tool_calls.some((call) => call.refused === 'budget_exhausted')
+}
+
 /**
  * The one bucket of an attempt that failed or partly failed, first that applies.
  *
@@ -72,7 +77,8 @@ function failureBucket(trace: AgentTrace): FailureBucket {
  * Decides outcome, validity and failure bucket. A harness error makes the attempt invalid
  * (outcome fail, bucket harness_error); so does an attempt with no grades at all, since nothing
  * was measured. A broken invariant, or a grade that found a broken Never-rule (`violation`), makes
- * the outcome `violation` whatever the other grades say.
+ * the outcome `violation` whatever the other grades say. An attempt that overran its budget (steps,
+ * time or tokens) never passes: its graders all passing makes it `fail` / `budget_exhausted`.
  */
 export function decideVerdict(input: VerdictInput): Verdict {
   if (input.harnessError !== undefined && input.harnessError !== '') {
@@ -88,6 +94,9 @@ export function decideVerdict(input: VerdictInput): Verdict {
     return { outcome: 'violation', validity, failure_bucket: null }
   }
   const passedCount = input.grades.filter((grade) => grade.passed).length
+  // a budget the harness had to enforce (steps, time, tokens) was overrun: the run was terminated, so
+  // the right answer does not make it a pass (seed: "terminates runs that exceed the budget")
+  if (passedCount === input.grades.length && overranBudget(input.trace)) return { outcome: 'fail', validity, failure_bucket: 'budget_exhausted' }
   if (passedCount === input.grades.length) return { outcome: 'pass', validity, failure_bucket: null }
   return { outcome: passedCount > 0 ? 'partial' : 'fail', validity, failure_bucket: failureBucket(input.trace) }
 }

@@ -22,6 +22,7 @@ import {
 } from '../core/contracts/index.js'
 import type { EnvironmentView } from '../core/env-diff.js'
 import { expectedAnswersOf } from '../core/answer-guard.js'
+import { RESULT_INSTRUCTION_BYTES } from '../core/message-size.js'
 import { envQueriesOf, outputText } from '../core/graders/index.js'
 import { attemptKeyFor, attemptSeedOf, type AttemptKey } from '../core/identity.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
@@ -47,6 +48,8 @@ export interface ExecuteAttemptOptions {
   adapterConfig: Record<string, unknown>
   workerId: string
   now?: () => number
+  /** aborting it stops the agent (its run was cancelled); the caller then discards the attempt */
+  signal?: AbortSignal
   /** how long to wait for an aborted adapter to hand back what it has (default 250 ms) */
   graceMs?: number
   /** prices model calls made through the LLM gateway; its version is stamped on the result */
@@ -263,6 +266,10 @@ async function runAgent(
   const session = environment.session
   const guardAnswers = opts.guardAnswers === true ? { guardAnswers: expectedAnswersOf(task, goldenTraceOf(suite, task)) } : {}
   const controller = new AbortController()
+  // the attempt was cancelled from outside (its run was cancelled): stop the agent as at a deadline
+  const cancelled = (): void => controller.abort(opts.signal?.reason ?? new Error('the attempt was cancelled'))
+  if (opts.signal?.aborted === true) cancelled()
+  opts.signal?.addEventListener('abort', cancelled, { once: true })
   const faults = opts.faults === undefined ? undefined : attemptFaults(opts.faults, { runSeed: opts.runSeed, configId: key.config_id, taskId: task.id, attempt: key.attempt })
   const tools = createToolBox({
     task,
@@ -318,6 +325,7 @@ async function runAgent(
         )
   const agentFinished = clock.now()
   agentStopped = true
+  opts.signal?.removeEventListener('abort', cancelled)
   const llm = gateway === undefined ? undefined : await gateway.catch(() => undefined)
   await llm?.close()
   return { invocation, tools, startedAt: agentStarted, finishedAt: agentFinished, llm: llm === undefined ? undefined : { summary: llm.summary(), spans: llm.spans } }
@@ -440,12 +448,14 @@ function attemptResultOf(
     ...parts.key,
     adapter: adapter.name,
     outcome: graded.verdict.outcome,
-    validity: graded.verdict.validity,
+    // evidence that could not be restored is compromised (seed: quarantine that run): invalid, whatever the verdict
+    validity: restored.report?.status === 'quarantined' ? 'invalid' : graded.verdict.validity,
     failure_bucket: graded.verdict.failure_bucket,
     budget_limit: parts.captured.budgetLimit ?? null,
     grades: graded.grades,
     invariants: graded.invariants,
-    instruction: task.instruction,
+    // the verbatim instruction stays in the suite (suite_hash); a result carries at most its first 64 KiB, marked
+    instruction: truncateText(task.instruction, RESULT_INSTRUCTION_BYTES),
     output: truncateText(outputText(trace.output), LIMITS.outputBytes),
     self_report: truncateText(trace.self_report ?? '', LIMITS.errorBytes),
     error: truncateText(

@@ -23,9 +23,17 @@ export interface ProcessEntry {
 }
 
 export interface StackState {
-  temporal?: ProcessEntry & { address: string }
+  /** `ports`: grpc, http, metrics, reused when it is restarted (clients keep its address) */
+  temporal?: ProcessEntry & { address: string; ports?: number[] }
   nats?: ProcessEntry & { url: string }
   ingester?: ProcessEntry
+  /** the detached supervisor (stack/supervisor-main.ts) that restarts whatever of the stack dies */
+  supervisor?: ProcessEntry
+  /**
+   * The ports the servers last listened on, kept across `stack down`: a server started again takes
+   * them back when they are free, so clients that outlived it (a run's workers) reconnect.
+   */
+  addresses?: { temporal?: number[]; nats?: number }
   /** the model server, started on demand by a run or judge that asks for a `local` model (stack/model-server.ts) */
   model?: ModelServerEntry
 }
@@ -93,6 +101,7 @@ export function stackStatus(config: ForgeConfig): ComponentStatus[] {
     row('temporal', config.temporal.address, state.temporal),
     row('nats', config.natsUrl, state.nats),
     row('ingester', undefined, state.ingester),
+    row('supervisor', undefined, state.supervisor),
     // shown once a run asked for a local model (or FORGE_LOCAL_MODEL_URL points at one)
     ...(readSetting('localModelUrl') !== undefined
       ? [{ name: 'model-server', state: 'external' as const, detail: readSetting('localModelUrl')! }]
@@ -116,19 +125,32 @@ export function mebibytes(pid: number): number {
   }
 }
 
-/** Brings up every embedded component that is not running; idempotent and safe to call concurrently. */
-export async function stackUp(config: ForgeConfig, log: (line: string) => void = () => undefined): Promise<Endpoints> {
+export interface StackUpOptions {
+  /** start the detached supervisor that restarts dead components (default true) */
+  supervisor?: boolean
+}
+
+/**
+ * Brings up every embedded component that is not running; idempotent and safe to call concurrently.
+ * A component that ran before and died comes back on the same address and data directory, so its
+ * clients (workers, the ingester, a waiting `forge run`) reconnect by themselves (issue 12).
+ */
+export async function stackUp(config: ForgeConfig, log: (line: string) => void = () => undefined, opts: StackUpOptions = {}): Promise<Endpoints> {
   mkdirSync(join(config.home, 'logs'), { recursive: true })
   return withLock(config.home, async () => {
     const state = readStackState(config.home)
     // the results key every local worker and the ingester sign and check with (store/bus-auth.ts)
     ensureBusSecrets(config.home)
+    const again = (name: string, where: string): string => `${name} had died: restarting it on ${where}…`
 
     let temporalAddress = config.temporal.address
     if (!temporalAddress) {
+      const previous = state.temporal
       if (!isAlive(state.temporal)) {
-        log('starting Temporal dev server…')
-        state.temporal = await startTemporal(config)
+        log(previous ? again('the Temporal dev server', previous.address) : 'starting Temporal dev server…')
+        const started = await startTemporal(config, await reusable(previous?.ports ?? state.addresses?.temporal ?? portsOf(previous?.address)))
+        state.temporal = started
+        state.addresses = { ...state.addresses, temporal: started.ports }
         writeStackState(config.home, state)
       }
       temporalAddress = state.temporal.address
@@ -136,9 +158,11 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
 
     let natsUrl = config.natsUrl
     if (!natsUrl) {
+      const previous = state.nats
       if (!isAlive(state.nats)) {
-        log('starting nats-server…')
-        state.nats = await startNats(config)
+        log(previous ? again('nats-server', previous.url) : 'starting nats-server…')
+        state.nats = await startNats(config, (await reusable(previous !== undefined ? portsOf(previous.url) : state.addresses?.nats !== undefined ? [state.addresses.nats] : []))[0])
+        state.addresses = { ...state.addresses, nats: portsOf(state.nats.url)[0] ?? 0 }
         writeStackState(config.home, state)
       }
       natsUrl = state.nats.url
@@ -146,13 +170,55 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
     }
 
     if (!isAlive(state.ingester)) {
-      log('starting ingester…')
+      log(state.ingester ? 'the ingester had died: restarting it…' : 'starting ingester…')
       state.ingester = await startIngester(config, natsUrl)
+      writeStackState(config.home, state)
+    }
+    if ((opts.supervisor ?? true) && !isAlive(state.supervisor)) {
+      state.supervisor = startSupervisor(config)
       writeStackState(config.home, state)
     }
     await waitForTemporal(temporalAddress, config.temporal.namespace)
     return { temporalAddress, natsUrl, ingesterRunning: true }
   })
+}
+
+/** The embedded components recorded in stack.json that are no longer alive (what a supervisor restarts). */
+export function deadComponents(config: ForgeConfig): string[] {
+  const state = readStackState(config.home)
+  const dead: string[] = []
+  if (!config.temporal.address && state.temporal !== undefined && !isAlive(state.temporal)) dead.push('temporal')
+  if (!config.natsUrl && state.nats !== undefined && !isAlive(state.nats)) dead.push('nats')
+  if (state.ingester !== undefined && !isAlive(state.ingester)) dead.push('ingester')
+  return dead
+}
+
+/** `ports` when every one of them is free to listen on again; [] (take fresh ones) when any is taken. */
+async function reusable(ports: number[]): Promise<number[]> {
+  const free = await Promise.all(ports.map((port) => portFree(port)))
+  return free.every(Boolean) ? ports : []
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer()
+    server.once('error', () => resolve(false))
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
+  })
+}
+
+/** The port(s) of `host:port` or `nats://host:port`; [] when absent. */
+function portsOf(address: string | undefined): number[] {
+  const port = address === undefined ? NaN : Number(address.slice(address.lastIndexOf(':') + 1))
+  return Number.isInteger(port) && port > 0 ? [port] : []
+}
+
+function startSupervisor(config: ForgeConfig): ProcessEntry {
+  const entry = distEntry('stack/supervisor-main.js')
+  if (!existsSync(entry)) throw new StackStartError(`the stack supervisor is not built (${entry} is missing): run npm run build`)
+  const log = join(config.home, 'logs', 'supervisor.log')
+  const env: NodeJS.ProcessEnv = { ...process.env, FORGE_HOME: config.home }
+  return { pid: spawnDetached(process.execPath, [entry], log, env), marker: 'supervisor-main', log }
 }
 
 /** Where the stack's servers are if it is up; undefined for a component that is down. */
@@ -168,12 +234,12 @@ export function currentEndpoints(config: ForgeConfig): { temporalAddress?: strin
   }
 }
 
-/** Stops every component this stack started (ingester first, so it can ack its last batch). */
+/** Stops every component this stack started (the supervisor first, then the ingester, so it can ack its last batch). */
 export async function stackDown(config: ForgeConfig): Promise<string[]> {
   return withLock(config.home, async () => {
     const state = readStackState(config.home)
     const stopped: string[] = []
-    for (const name of ['ingester', 'model', 'nats', 'temporal'] as const) {
+    for (const name of ['supervisor', 'ingester', 'model', 'nats', 'temporal'] as const) {
       const entry = state[name]
       if (isAlive(entry)) {
         await terminate(entry)
@@ -204,9 +270,10 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-async function startTemporal(config: ForgeConfig): Promise<ProcessEntry & { address: string }> {
+async function startTemporal(config: ForgeConfig, previous: number[] = []): Promise<ProcessEntry & { address: string; ports: number[] }> {
   const bin = findBinary('temporal', config.binaries.temporal)
-  const [port = 0, httpPort = 0, metricsPort = 0] = await freePorts(3)
+  const fresh = await freePorts(3)
+  const [port = 0, httpPort = 0, metricsPort = 0] = [0, 1, 2].map((i) => previous[i] ?? fresh[i] ?? 0)
   const log = join(config.home, 'logs', 'temporal.log')
   const args = [
     'server', 'start-dev', '--headless', '--ip', '127.0.0.1',
@@ -222,12 +289,12 @@ async function startTemporal(config: ForgeConfig): Promise<ProcessEntry & { addr
   const pid = spawnDetached(bin, args, log)
   const address = `127.0.0.1:${port}`
   await waitForPort(port, 60_000, pid, log, 'Temporal dev server')
-  return { pid, marker: 'start-dev', log, address }
+  return { pid, marker: 'start-dev', log, address, ports: [port, httpPort, metricsPort] }
 }
 
-async function startNats(config: ForgeConfig): Promise<ProcessEntry & { url: string }> {
+async function startNats(config: ForgeConfig, previousPort?: number): Promise<ProcessEntry & { url: string }> {
   const bin = findBinary('nats-server', config.binaries.natsServer)
-  const [port] = await freePorts(1)
+  const port = previousPort ?? (await freePorts(1))[0]
   const storeDir = join(config.home, 'nats')
   mkdirSync(storeDir, { recursive: true })
   const conf = join(config.home, 'nats.conf')
@@ -238,7 +305,8 @@ async function startNats(config: ForgeConfig): Promise<ProcessEntry & { url: str
     [
       `listen: 127.0.0.1:${port}`,
       'max_payload: 8MB',
-      `jetstream { store_dir: ${JSON.stringify(storeDir)} }`,
+      // every write is synced before it is acknowledged: an acked result survives a kill of the server (issue 12)
+      `jetstream { store_dir: ${JSON.stringify(storeDir)}, sync_interval: always }`,
       natsAuthorization(secrets),
       '',
     ].join('\n'),

@@ -62,7 +62,11 @@ export function readBusSecrets(home: string): BusSecrets | undefined {
 
 /** Subjects each role may publish and subscribe to (nats-server permissions). */
 export function rolePermissions(role: BusRole): { publish: string[]; subscribe: string[]; allowResponses?: boolean } {
-  const readStream = ['$JS.API.INFO', '$JS.API.STREAM.INFO.FORGE_RESULTS', '$JS.API.STREAM.MSG.GET.FORGE_RESULTS', '$JS.API.DIRECT.GET.FORGE_RESULTS', '$JS.API.DIRECT.GET.FORGE_RESULTS.>']
+  // reading the stream, and how far the ingester got (the completeness check waits for its backlog)
+  const readStream = [
+    '$JS.API.INFO', '$JS.API.STREAM.INFO.FORGE_RESULTS', '$JS.API.STREAM.MSG.GET.FORGE_RESULTS', '$JS.API.DIRECT.GET.FORGE_RESULTS', '$JS.API.DIRECT.GET.FORGE_RESULTS.>',
+    '$JS.API.CONSUMER.INFO.FORGE_RESULTS.forge-ingester',
+  ]
   switch (role) {
     case 'worker':
       return {

@@ -101,15 +101,19 @@ export async function ensureResultsStream(nc: NatsConnection, opts: { replicas?:
   const consumer = {
     durable_name: INGESTER_CONSUMER,
     ack_policy: AckPolicy.Explicit,
-    ack_wait: nanos(60_000),
+    // a delivery lost with a killed server is redelivered this soon (an insert round takes well under a second)
+    ack_wait: nanos(15_000),
     max_ack_pending: 20_000,
     max_deliver: -1,
   }
-  try {
-    await jsm.consumers.info(RESULTS_STREAM, INGESTER_CONSUMER)
-  } catch {
-    await jsm.consumers.add(RESULTS_STREAM, consumer)
-  }
+  const existing = await jsm.consumers.info(RESULTS_STREAM, INGESTER_CONSUMER).catch(() => undefined)
+  if (existing === undefined) await jsm.consumers.add(RESULTS_STREAM, consumer)
+  else if (existing.config.ack_wait !== consumer.ack_wait) await jsm.consumers.update(RESULTS_STREAM, INGESTER_CONSUMER, { ack_wait: consumer.ack_wait })
+}
+
+/** The largest message the connected server accepts (its INFO `max_payload`; NATS's default 1 MiB before INFO). */
+export function busMaxPayload(nc: NatsConnection): number {
+  return nc.info?.max_payload ?? 1024 * 1024
 }
 
 const encoder = new TextEncoder()
@@ -118,10 +122,16 @@ export function encodeJson(value: unknown): Uint8Array {
   return encoder.encode(JSON.stringify(value))
 }
 
+/**
+ * The msg id of a re-run's message: the completeness check re-runs an attempt whose result never
+ * reached the store, and JetStream must not drop that as a duplicate of one it saw but lost.
+ */
+const republished = (msgId: string, round: number | undefined): string => (round === undefined ? msgId : `${msgId}#rerun-${round}`)
+
 /** Publishes one attempt's result; JetStream drops a second publish with the same attempt_uid. */
-export async function publishAttemptResult(js: JetStreamClient, result: AttemptResult): Promise<{ duplicate: boolean }> {
+export async function publishAttemptResult(js: JetStreamClient, result: AttemptResult, republish?: number): Promise<{ duplicate: boolean }> {
   try {
-    return await publishResult(js, subjects.attempt, result, result.attempt_uid, result.run_id)
+    return await publishResult(js, subjects.attempt, result, republished(result.attempt_uid, republish), result.run_id)
   } catch (error) {
     throw new BusError(`publishing attempt ${result.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
   }
@@ -193,9 +203,9 @@ export function traceKey(attemptUid: string): string {
  * Publishes an attempt's full trace (with what it was graded on) on its own subject of the results
  * stream: the ingester stores it (table `traces`) and the judge worker reads it back by attempt_uid.
  */
-export async function publishStoredTrace(js: JetStreamClient, stored: StoredTrace): Promise<void> {
+export async function publishStoredTrace(js: JetStreamClient, stored: StoredTrace, republish?: number): Promise<void> {
   try {
-    await publishResult(js, subjects.trace(stored.attempt_uid), stored, `trace/${stored.attempt_uid}`, stored.run_id)
+    await publishResult(js, subjects.trace(stored.attempt_uid), stored, republished(`trace/${stored.attempt_uid}`, republish), stored.run_id)
   } catch (error) {
     throw new BusError(`publishing the trace of attempt ${stored.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
   }
@@ -247,5 +257,48 @@ export async function publishReviewResolution(js: JetStreamClient, resolution: R
     await publishResult(js, subjects.review, resolution, `review/${resolution.resolution_id}`, resolution.run_id)
   } catch (error) {
     throw new BusError(`publishing review resolution ${resolution.resolution_id} failed: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** How far the ingester has got through the results stream. */
+export interface IngestProgress {
+  /** the stream's last sequence when the wait began: everything published before it */
+  target: number
+  /** the ingester consumer's ack floor (every message up to it is stored, or rejected) */
+  acked: number
+  /** messages not yet delivered plus delivered but not acked */
+  pending: number
+}
+
+/**
+ * Waits until the ingester has acked every message published to the results stream before the call
+ * (its ack floor reaches the stream's last sequence then), calling `onWait` between polls. Returns the
+ * progress seen last and whether it caught up within `timeoutMs`.
+ */
+export async function waitForIngestedBacklog(
+  nc: NatsConnection,
+  opts: { timeoutMs: number; pollMs?: number; onWait?: (progress: IngestProgress) => void },
+): Promise<{ caughtUp: boolean; progress: IngestProgress }> {
+  const deadline = Date.now() + opts.timeoutMs
+  let jsm: Awaited<ReturnType<typeof jetstreamManager>>
+  let target: number
+  try {
+    jsm = await jetstreamManager(nc)
+    target = (await jsm.streams.info(RESULTS_STREAM)).state.last_seq
+  } catch (error) {
+    throw new BusError(`reading the results stream failed: ${(error as Error).message}`, { cause: error })
+  }
+  for (;;) {
+    let progress: IngestProgress
+    try {
+      const consumer = await jsm.consumers.info(RESULTS_STREAM, INGESTER_CONSUMER)
+      progress = { target, acked: consumer.ack_floor.stream_seq, pending: consumer.num_pending + consumer.num_ack_pending }
+    } catch (error) {
+      throw new BusError(`reading the ingester's consumer failed: ${(error as Error).message}`, { cause: error })
+    }
+    if (progress.acked >= target || progress.pending === 0) return { caughtUp: true, progress }
+    if (Date.now() >= deadline) return { caughtUp: false, progress }
+    opts.onWait?.(progress)
+    await new Promise((resolve) => setTimeout(resolve, opts.pollMs ?? 100))
   }
 }

@@ -92,6 +92,11 @@ export interface RunRow {
   guard_answers?: number
   audit_head?: string
   audit_signature?: string
+  planned_attempts: number
+  final_stored: number
+  missing_count: number
+  missing_sample: string[]
+  harness_errors: number
   fault_profile_hash: string
   fault_mode: string
   fault_rate: number
@@ -194,6 +199,11 @@ export function runToRow(input: RunRecordInput): RunRow {
     guard_answers: r.guard_answers ? 1 : 0,
     audit_head: r.audit_head,
     audit_signature: r.audit_signature,
+    planned_attempts: r.planned_attempts,
+    final_stored: r.final_stored,
+    missing_count: r.missing_count,
+    missing_sample: r.missing_sample,
+    harness_errors: r.harness_errors,
     fault_profile_hash: r.fault_profile_hash ?? '',
     fault_mode: r.fault_mode ?? '',
     fault_rate: r.fault_rate ?? 0,
@@ -230,6 +240,11 @@ export function rowToRun(row: RunRow): RunRecord {
     guard_answers: Number(row.guard_answers ?? 0) === 1,
     audit_head: row.audit_head ?? '',
     audit_signature: row.audit_signature ?? '',
+    planned_attempts: Number(row.planned_attempts ?? 0),
+    final_stored: Number(row.final_stored ?? 0),
+    missing_count: Number(row.missing_count ?? 0),
+    missing_sample: row.missing_sample ?? [],
+    harness_errors: Number(row.harness_errors ?? 0),
     // a run without faults (or written before migration 8) has no fault stamps
     ...(row.fault_profile_hash
       ? {

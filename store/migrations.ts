@@ -369,6 +369,26 @@ export const migrations: readonly Migration[] = [
         DROP COLUMN IF EXISTS audit_signature`,
     ],
   },
+  {
+    version: 11,
+    name: 'issue 12: run completeness (planned vs stored at the end, missing attempts, harness errors)',
+    up: [
+      `ALTER TABLE runs
+        ADD COLUMN IF NOT EXISTS planned_attempts UInt32 DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS final_stored UInt32 DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS missing_count UInt32 DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS missing_sample Array(String) DEFAULT [],
+        ADD COLUMN IF NOT EXISTS harness_errors UInt32 DEFAULT 0`,
+    ],
+    down: [
+      `ALTER TABLE runs
+        DROP COLUMN IF EXISTS planned_attempts,
+        DROP COLUMN IF EXISTS final_stored,
+        DROP COLUMN IF EXISTS missing_count,
+        DROP COLUMN IF EXISTS missing_sample,
+        DROP COLUMN IF EXISTS harness_errors`,
+    ],
+  },
 ]
 
 export interface MigrateOptions {

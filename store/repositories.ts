@@ -1,7 +1,7 @@
 /** One place per table for writes and the read queries the product needs; all reads use FINAL. */
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { Measure, MeasureRanks, ToolSequenceCount } from '../core/compare.js'
-import type { AttemptResult, BaselineRecord, RunRecord, RunRecordInput } from '../core/contracts/index.js'
+import { RunRecord, type AttemptResult, type BaselineRecord, type RunRecordInput } from '../core/contracts/index.js'
 import { LATENCY_QUANTILES, type AttemptMeasurement, type SuiteAggregate, type TaskAggregate } from '../core/report.js'
 import type { StoreReader } from './clickhouse.js'
 import { attemptToRow, baselineToRow, rowToBaseline, rowToRun, runToRow, toolCallsToRows, type BaselineRow, type RunRow } from './converters.js'
@@ -16,7 +16,8 @@ export async function insertAttempts(client: ClickHouseClient, attempts: Attempt
 
 export async function insertRuns(client: ClickHouseClient, runs: RunRecordInput[]): Promise<void> {
   if (runs.length === 0) return
-  await client.insert({ table: 'runs', values: runs.map(runToRow), format: 'JSONEachRow' })
+  // parsed: fields a record was written without get their defaults
+  await client.insert({ table: 'runs', values: runs.map((run) => runToRow(RunRecord.parse(run))), format: 'JSONEachRow' })
 }
 
 export interface RunListEntry extends RunRecord {

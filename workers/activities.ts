@@ -7,8 +7,9 @@ import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
+import { busMaxPayload, publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
 import { auditEntryOf } from '../core/audit.js'
+import { attemptRefText } from '../core/completeness.js'
 import type { RunPlan, RunRecord } from '../core/contracts/index.js'
 import { canonicalJson } from '../core/faults.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
@@ -22,6 +23,7 @@ import { loadPriceTable } from '../engine/llm/price-table.js'
 import type { Logger } from '../engine/logger.js'
 import { loadSuiteCached } from '../engine/suite-loader.js'
 import { storedTraceOf } from '../engine/trace-store.js'
+import { fitAttemptResult } from '../engine/message-fit.js'
 import { logAttempt } from '../engine/attempt-log.js'
 import { isolationOf, sandboxRequested } from '../engine/sandbox/config.js'
 import { SandboxUnavailableError } from '../engine/sandbox/errors.js'
@@ -69,6 +71,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
             throw ApplicationFailure.nonRetryable((error as Error).message, 'ConfigError')
           }
         }
+        const cancellation = cancellationSignal()
         const execution = await executeAttemptFully({
           suite,
           task,
@@ -81,6 +84,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           workerId: deps.workerId,
           now,
           priceTable,
+          ...(cancellation !== undefined ? { signal: cancellation } : {}),
           ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
           ...(input.faults !== undefined ? { faults: input.faults } : {}),
           redact: input.no_redact !== true,
@@ -88,14 +92,17 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         }).catch((error: unknown) => {
           throw error instanceof SecretRefError ? ApplicationFailure.nonRetryable(error.message, 'SecretRefError') : error
         })
+        // a cancelled attempt (its run was cancelled) is not a sample: its agent was stopped, nothing is published
+        if (cancellation?.aborted === true) throw cancellation.reason
         const { grading } = execution
-        const graded = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
+        // a result over the bus's max_payload would be refused and lost: cut it (with markers) to fit
+        const graded = fitAttemptResult({ ...execution.result, metrics: grading.metrics, judgement: grading.judgement }, busMaxPayload(deps.nc))
         const storedTrace = storedTraceOf(execution.result, execution.trace, grading.env, now())
         // the content hash of what is stored, over the rows the ingester will insert; a judge worker that runs tier 2 replaces the judgement
         const judgementReplaced = input.judge !== undefined && grading.judge?.golden_divergence === true
         const result = { ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, storedTrace, !judgementReplaced)) }
         // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
-        await Promise.all([publishStoredTrace(deps.js, storedTrace), publishAttemptResult(deps.js, result)])
+        await Promise.all([publishStoredTrace(deps.js, storedTrace, input.republish), publishAttemptResult(deps.js, result, input.republish)])
         logAttempt(deps.logger, storedTrace, result)
         publishProgress(deps.nc, input.run_id, {
           attempt_uid: result.attempt_uid,
@@ -116,7 +123,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
       }
     },
 
-    async recordRunStatus({ plan, status, started_at, stopped_tasks }: RunStatusInput): Promise<number> {
+    async recordRunStatus({ plan, status, started_at, stopped_tasks, completeness }: RunStatusInput): Promise<number> {
       const at = now()
       const startedAt = started_at ?? at
       await publishRunRecord(deps.js, {
@@ -143,10 +150,28 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         isolation: isolationOf(plan.adapter, plan.adapter_config),
         redacted: plan.redact,
         guard_answers: plan.guard_answers,
+        planned_attempts: plan.task_ids.length * plan.attempts,
+        ...(completeness !== undefined
+          ? {
+              final_stored: completeness.stored,
+              missing_count: completeness.missing_count,
+              missing_sample: completeness.missing.slice(0, 50).map(attemptRefText),
+              harness_errors: completeness.harness_errors,
+            }
+          : {}),
         ...faultStampsOf(plan),
       })
       return startedAt
     },
+  }
+}
+
+/** The activity's cancellation signal (undefined outside an activity: unit tests). */
+function cancellationSignal(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal
+  } catch {
+    return undefined
   }
 }
 

@@ -1,4 +1,5 @@
 /** The activity surface as types only: workflows import this file and nothing else of workers/. */
+import type { CompletenessReport, RunCompleteness } from '../core/completeness.js'
 import type { FaultProfile, JudgeSettings, RunPlan } from '../core/contracts/index.js'
 
 export interface AttemptInput {
@@ -19,6 +20,11 @@ export interface AttemptInput {
   no_redact?: true
   /** set only for runs started with --guard-answers */
   guard_answers?: true
+  /**
+   * set when the completeness check re-runs an attempt whose result never reached the store: the
+   * round number, so its messages get fresh msg ids (the store still keeps one row per attempt_uid)
+   */
+  republish?: number
   /** the run's fault profile (RunPlan.faults); set only when the run injects faults */
   faults?: FaultProfile
 }
@@ -34,10 +40,24 @@ export interface AttemptSummary {
 
 export interface RunStatusInput {
   plan: RunPlan
-  status: 'running' | 'completed' | 'failed' | 'cancelled'
+  status: 'running' | 'completed' | 'degraded' | 'incomplete' | 'failed' | 'cancelled'
   started_at?: number
   /** sequential runs: tasks that stopped early because their interval was narrow enough */
   stopped_tasks?: string[]
+  /** what the completeness check found at the end (issue 12) */
+  completeness?: RunCompleteness
+}
+
+/** What the completeness check compares: the run's plan, by task and attempt count. */
+export interface CompletenessInput {
+  run_id: string
+  task_ids: string[]
+  attempts: number
+}
+
+/** Activities of the completeness check: once the ingester caught up, the store against the plan. */
+export interface ReconcileActivities {
+  checkCompleteness(input: CompletenessInput): Promise<CompletenessReport>
 }
 
 export interface RunActivities {

@@ -40,10 +40,19 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
         })
   logger.info({ pid: process.pid, store: location, migrations_applied: applied, health_port: health?.port }, 'ingester ready')
 
-  await new Promise<void>((resolve) => {
-    process.once('SIGTERM', resolve)
-    process.once('SIGINT', resolve)
+  const stopped = await new Promise<'signal' | 'consumer'>((resolve) => {
+    process.once('SIGTERM', () => resolve('signal'))
+    process.once('SIGINT', () => resolve('signal'))
+    // a consumer that ended by itself would leave a live process that stores nothing: exit, and the supervisor restarts it
+    ingester.consuming.then(
+      () => resolve('consumer'),
+      () => resolve('consumer'),
+    )
   })
+  if (stopped === 'consumer') {
+    logger.error({ stats: ingester.stats }, 'the results consumer ended; exiting so the stack supervisor restarts the ingester')
+    process.exit(1)
+  }
   logger.info({ stats: ingester.stats }, 'ingester stopping')
   stopping = true
   await ingester.stop()

@@ -44,6 +44,8 @@ export interface IngesterStats {
 
 export interface Ingester {
   stats: IngesterStats
+  /** settles when consuming ended, whatever the reason (stop, or the consumer failed): its process should then exit */
+  consuming: Promise<void>
   stop(): Promise<void>
 }
 
@@ -54,15 +56,32 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   const querySub = opts.serveQueries ? serveStoreQueries(nc, opts.queryStore ?? store) : undefined
   const pingSub = answerPings(nc, opts.serveQueries, stats)
   const consumer = await jetstream(nc).consumers.get(RESULTS_STREAM, INGESTER_CONSUMER)
-  const messages = await consumer.consume({ max_messages: Math.max(batchSize * 2, 1000) })
+  // short pulls: a pull lost with a restarted server is noticed by its missed heartbeats within seconds
+  const consume = () => consumer.consume({ max_messages: Math.max(batchSize * 2, 1000), expires: 5_000 })
+  let messages = await consume()
+  let stopping = false
   const grading = createGradingLane(store, logger, batchSize, opts.gradingFlushMs ?? 500)
   const rounds = createInsertRounds(batchSize, opts.flushIntervalMs ?? 50, grading, (batch) => ingestBatch(batch, { store, logger, stats, grading, resultsKey: opts.resultsKey }))
   const loop = (async () => {
-    for await (const msg of messages) rounds.add(msg)
+    // after NATS reconnects (a restarted server), consuming starts over with a fresh pull (issue 12)
+    for (;;) {
+      for await (const msg of messages) rounds.add(msg)
+      if (stopping) return
+      logger.warn('the results consumer ended; consuming again')
+      messages = await consume()
+    }
+  })()
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (stopping) return
+      if (status.type === 'reconnect') await messages.close()
+    }
   })()
   return {
     stats,
+    consuming: loop,
     async stop() {
+      stopping = true
       await messages.close()
       await loop.catch(() => undefined)
       await rounds.drain()

@@ -1,11 +1,16 @@
 /** Bootstraps one attempt worker process: a Temporal worker whose activities publish to NATS. */
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client'
 import { NativeConnection, Worker } from '@temporalio/worker'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import { connectBus, jetstream, resultsKey, type NatsConnection } from '../store/bus.js'
+import { busReader } from '../store/bus-reader.js'
+import { directReader, openClickHouse } from '../store/clickhouse.js'
 import { createActivities } from './activities.js'
+import { createReconcileActivities } from './reconcile.js'
 import { createJudgeActivities } from './judge/activities.js'
 import type { LogLevel } from '../config/index.js'
 import { createLogger } from '../engine/logger.js'
@@ -19,10 +24,14 @@ export interface WorkerOptions {
   natsUrl: string
   /** default: `<hostname>-<pid>` */
   workerId?: string
+  /** a ClickHouse server to read the store from (fleet); unset: ask the ingester over NATS (embedded) */
+  clickhouseUrl?: string
   /** attempts this process runs at once (FORGE_WORKER_CONCURRENCY) */
   concurrency: number
-  /** exit when the parent process (a `forge run`) goes away */
+  /** exit when the parent process (a `forge run`) goes away (with `runId`: once that run has ended) */
   exitWithParent?: boolean
+  /** the run a `forge run` started this worker for */
+  runId?: string
   /** FORGE_LOG_LEVEL */
   logLevel: LogLevel
   /** resolves when the worker should stop; defaults to SIGTERM/SIGINT */
@@ -51,6 +60,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   // an ingester holding a results key rejects whatever this worker cannot sign
   if (resultsKey() === undefined) logger.warn('results are not signed: no FORGE_RESULTS_KEY (give the workers, ingesters and CLI of a fleet the same hex key)')
   const connection = await NativeConnection.connect({ ...opts.temporalConnection, address: opts.temporalAddress })
+  const reader = opts.clickhouseUrl !== undefined ? directReader(await openClickHouse({ kind: 'server', url: opts.clickhouseUrl })) : busReader(nc)
   const bundlePath = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
   const judgeOptions = opts.judge === false ? undefined : opts.judge
   const telemetry = createWorkerTelemetry({
@@ -65,7 +75,12 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     ...(existsSync(bundlePath)
       ? { workflowBundle: { codePath: bundlePath } }
       : { workflowsPath: fileURLToPath(new URL('../workflows/index.js', import.meta.url)) }),
-    activities: { ...createActivities({ nc, js: jetstream(nc), workerId, logger }), ...opts.extraActivities?.({ nc, js: jetstream(nc) }) },
+    activities: {
+      ...createActivities({ nc, js: jetstream(nc), workerId, logger }),
+      // the completeness check at the end of a run reads the store the way every other reader does
+      ...createReconcileActivities({ nc, reader, logger }),
+      ...opts.extraActivities?.({ nc, js: jetstream(nc) }),
+    },
     interceptors: { activity: [telemetry.interceptor] },
     maxConcurrentActivityTaskExecutions: opts.concurrency,
     maxConcurrentWorkflowTaskExecutions: 40,
@@ -91,6 +106,8 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   const stop = () => {
     if (telemetry.draining) return
     telemetry.draining = true
+    // a shutdown waits on its server: with Temporal gone for good it would wait forever
+    if (opts.exitWithParent) setTimeout(() => process.exit(1), 20_000).unref()
     for (const w of workers) w.shutdown()
   }
   const onSignal = () => {
@@ -103,11 +120,21 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   let parentWatch: NodeJS.Timeout | undefined
   if (opts.exitWithParent) {
     const parent = process.ppid
+    let orphaned = false
     parentWatch = setInterval(() => {
-      if (process.ppid !== parent) {
+      if (process.ppid === parent || orphaned) return
+      orphaned = true
+      if (opts.runId === undefined) {
         logger.warn({ parent }, 'parent process is gone; shutting down')
         stop()
+        return
       }
+      // a run survives its CLI (issue 12): serve it to its end, then go
+      logger.warn({ parent, run_id: opts.runId }, 'parent process is gone; serving its run until it ends')
+      void untilRunEnded(opts.temporalAddress, opts.namespace, opts.runId).then(() => {
+        logger.info({ run_id: opts.runId }, 'the run ended; shutting down')
+        stop()
+      })
     }, 500)
   }
   let health: HealthServer | undefined
@@ -132,7 +159,34 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     if (parentWatch) clearInterval(parentWatch)
     process.off('SIGTERM', onSignal)
     process.off('SIGINT', onSignal)
+    await reader.close().catch(() => undefined)
     await nc.drain().catch(() => undefined)
     await connection.close()
+  }
+}
+
+/** Resolves once the run's workflow is no longer running (polls Temporal; waits through an outage of up to 2 minutes). */
+async function untilRunEnded(address: string, namespace: string, runId: string): Promise<void> {
+  let unreachableSince: number | undefined
+  for (;;) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 2_000 })
+      try {
+        for (;;) {
+          const description = await new Client({ connection, namespace }).workflow.getHandle(`forge-run-${runId}`).describe()
+          unreachableSince = undefined
+          if (description.status.name !== 'RUNNING') return
+          await sleep(2_000)
+        }
+      } finally {
+        await connection.close()
+      }
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return
+      // a stack that stays down (or came back elsewhere) has no use for this worker
+      unreachableSince ??= Date.now()
+      if (Date.now() - unreachableSince > 120_000) return
+      await sleep(2_000)
+    }
   }
 }

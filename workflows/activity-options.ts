@@ -23,3 +23,13 @@ export const bookkeepingActivityOptions: ActivityOptions = {
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 10 },
 }
+
+/**
+ * The completeness check: one try waits up to a minute for the ingester; a store that is behind or
+ * down is retried with backoff (the supervisor restarts what died) for about a quarter of an hour.
+ */
+export const reconcileActivityOptions: ActivityOptions = {
+  startToCloseTimeout: '5m',
+  heartbeatTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '15s', maximumAttempts: 12 },
+}

@@ -8,13 +8,16 @@ import {
   continueAsNew,
   executeChild,
   isCancellation,
+  patched,
   proxyActivities,
   workflowInfo,
 } from '@temporalio/workflow'
+import { finalRunStatus, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import type { RunPlan } from '../core/contracts/index.js'
 import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'
 import { judgeScheduler } from './judging.js'
+import { RECONCILE_PATCH, reconcileRun } from './reconcile.js'
 import { SequentialRun } from './sequential.js'
 import { attemptInputOf, isNonRetryable, mergeTally, type RunTally } from './tally.js'
 
@@ -41,7 +44,10 @@ export interface RunWorkflowResult {
   run_id: string
   total: number
   tally: RunTally
-  status: 'completed'
+  /** completed, or (runs with the completeness check) degraded / incomplete */
+  status: FinalRunStatus
+  /** what the completeness check found (absent on runs started before it existed) */
+  completeness?: RunCompleteness
 }
 
 const SHARDS_PER_EXECUTION = 400
@@ -66,6 +72,7 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   let next = input.next_shard ?? 0
   const perExecution = input.shards_per_execution ?? SHARDS_PER_EXECUTION
   const stopAt = Math.min(shards.length, next + perExecution)
+  let completeness: RunCompleteness | undefined
   try {
     const lane = async (): Promise<void> => {
       while (next < stopAt) {
@@ -79,6 +86,8 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
       }
     }
     await Promise.all(Array.from({ length: Math.min(plan.max_shards_in_flight, stopAt - next) }, lane))
+    // the workflow owns its run's status: stored results are checked against the plan (issue 12)
+    if (stopAt >= shards.length && patched(RECONCILE_PATCH)) completeness = await reconcileRun(plan)
   } catch (error) {
     const status = isCancellation(error) ? 'cancelled' : 'failed'
     await CancellationScope.nonCancellable(() => book.recordRunStatus({ plan, status, started_at: startedAt }))
@@ -88,8 +97,9 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   if (stopAt < shards.length) {
     return await continueAsNew<typeof RunWorkflow>({ plan, next_shard: stopAt, tally, started_at: startedAt, shards_per_execution: perExecution })
   }
-  await book.recordRunStatus({ plan, status: 'completed', started_at: startedAt })
-  return { run_id: plan.run_id, total, tally, status: 'completed' }
+  const status = completeness === undefined ? 'completed' : finalRunStatus(completeness)
+  await book.recordRunStatus({ plan, status, started_at: startedAt, ...(completeness !== undefined ? { completeness } : {}) })
+  return { run_id: plan.run_id, total, tally, status, ...(completeness !== undefined ? { completeness } : {}) }
 }
 
 /** Runs attempts [start, end) of a run with at most `max_in_flight` attempt activities pending. */

@@ -2,6 +2,7 @@ import { Flags } from '@oclif/core'
 import { adapterNames } from '../../engine/adapters/index.js'
 import { dryRun, type DryRunReport } from '../../app/plan-run.js'
 import { runConfigFromFlags, type RunConfigInput } from '../../app/run-config.js'
+import { resumeRun } from '../../app/resume.js'
 import { ConfigError } from '../../core/errors.js'
 import { SANDBOXED_ADAPTERS, unsandboxedNote } from '../../engine/sandbox/config.js'
 import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
@@ -9,7 +10,7 @@ import { resolveConfig } from '../../config/index.js'
 import { ForgeCommand } from '../base.js'
 import { logFlags, parseLogOptions, runOutput } from '../log-options.js'
 import { usd } from '../format.js'
-import { printRunStats } from '../stats-view.js'
+import { describeRunEvent, finishRunCommand } from '../run-view.js'
 import { faultFlags, faultsOf, runSweep, type SweepResult } from '../fault-run.js'
 
 export default class Run extends ForgeCommand {
@@ -79,6 +80,7 @@ export default class Run extends ForgeCommand {
       default: true,
     }),
     'guard-answers': Flags.boolean({ summary: "Answer guard: redact the task's expected answers from tool arguments before the tool runs, record and count each interception." }),
+    resume: Flags.string({ summary: 'Re-attach to this run (what forge runs resume does): start workers if it still runs, wait for it, report it.' }),
     ...faultFlags,
     'no-sandbox': Flags.boolean({
       summary: 'Run subprocess, pydantic-ai and module agents without the sandbox (module agents in the worker process); every attempt is marked degraded.',
@@ -110,13 +112,15 @@ export default class Run extends ForgeCommand {
       interrupt.abort()
     }
     process.on('SIGINT', onInterrupt)
-    const output = runOutput(parseLogOptions(flags), { out: (line) => this.log(line), err: process.stderr, json: quiet, tty: process.stdout.isTTY === true && process.stderr.isTTY === true, columns: process.stderr.columns }, describe)
-    const report = await runSuite(config, runConfig, output.onEvent, interrupt.signal, output.observe).finally(() => {
+    const output = runOutput(parseLogOptions(flags), { out: (line) => this.log(line), err: process.stderr, json: quiet, tty: process.stdout.isTTY === true && process.stderr.isTTY === true, columns: process.stderr.columns }, describeRunEvent)
+    const report = await (flags.resume !== undefined
+      ? resumeRun(config, { run_id: flags.resume, workers: flags.workers, concurrency: flags.concurrency }, output.onEvent, interrupt.signal)
+      : runSuite(config, runConfig, output.onEvent, interrupt.signal, output.observe)
+    ).finally(() => {
       output.finish()
       process.off('SIGINT', onInterrupt)
     })
-    if (!quiet) printRunReport(this, report)
-    return report
+    return finishRunCommand(this.runCommandOutput(), report)
   }
 }
 
@@ -128,20 +132,6 @@ function withoutSandbox(run: RunConfigInput, noSandbox: boolean, warn: (message:
   }
   warn(`--no-sandbox: ${unsandboxedNote(run.adapter)}; every attempt of this run is marked degraded`)
   return { ...run, adapter_config: { ...(run.adapter_config ?? {}), sandbox: false } }
-}
-
-function printRunReport(command: { log(line: string): void; warn(message: string): unknown }, report: RunReport): void {
-  command.log('')
-  printRunStats((line) => command.log(line), report)
-  command.log(`\n${report.expected_attempts} attempts in ${(report.wall_ms / 1000).toFixed(1)}s (${report.attempts_per_second.toFixed(1)} attempts/s), seed ${report.seed}`)
-  if (report.judged !== undefined) command.log(`judge: ${report.judged} attempt(s) judged on the judge queue (tier 2, judge metrics); forge review list shows what needs a person`)
-  if ((report.judge_not_executed ?? 0) > 0) command.warn(`${report.judge_not_executed} judge activities could not run after every retry; those attempts keep tier 2 pending (flagged for review)`)
-  if (report.not_executed > 0) command.warn(`${report.not_executed} attempts could not be executed after every retry (infrastructure errors); see .forge/logs/`)
-  if (report.attempts < report.expected_attempts - report.not_executed) {
-    command.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
-  }
-  if (report.run?.redacted === false) command.warn('not redacted (--no-redact): secrets and PII are stored as the agents produced them')
-  command.log(`audit head ${report.audit.head}${report.audit.signature !== '' ? ' (signed with FORGE_AUDIT_KEY)' : ''}: forge audit verify --run-id ${report.run_id} checks it`)
 }
 
 function printDryRun(log: (line: string) => void, plan: DryRunReport): void {
@@ -159,19 +149,4 @@ function printDryRun(log: (line: string) => void, plan: DryRunReport): void {
     `estimated cost: ${e.cost_usd === null ? `unavailable: model "${e.model}" has no price in the table` : `${usd(e.cost_usd)} for model ${e.model}`} ` +
       `(price table ${e.price_table.version}, ${e.price_table.date})`,
   )
-}
-
-function describe(event: RunEvent): string {
-  switch (event.kind) {
-    case 'stack':
-      return `  ${event.message}`
-    case 'workers':
-      return `  ${event.pids.length} worker process(es) ready`
-    case 'started':
-      return `run ${event.run_id}: ${event.tasks} tasks × ${event.attempts} attempts = ${event.total} on ${event.workers} worker(s), seed ${event.seed}`
-    case 'task-done':
-      return `  [${event.done_tasks}/${event.total_tasks}] ${event.task_id}: ${event.k}/${event.n} passed`
-    case 'ingesting':
-      return `  waiting for the store: ${event.stored}/${event.expected} attempts stored`
-  }
 }

@@ -65,6 +65,7 @@ export default class Worker extends ForgeCommand {
       extraActivities: sweepActivitiesFor(),
       temporalConnection,
       ...(flags['worker-id'] ? { workerId: flags['worker-id'] } : {}),
+      ...(config.clickhouseUrl !== undefined ? { clickhouseUrl: config.clickhouseUrl } : {}),
       logLevel: config.logLevel,
       // --role attempts never serves the judge queue, all serves it unless FORGE_JUDGE_WORKER is off; flags override the settings
       judge:

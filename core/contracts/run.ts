@@ -101,7 +101,11 @@ export const RunRecord = z.object({
   attempts: z.number().int().positive(),
   task_count: z.number().int().nonnegative(),
   seed: z.string(),
-  status: z.enum(['running', 'completed', 'failed', 'cancelled']),
+  /**
+   * `completed`: every planned attempt stored once; `degraded`: completed, but harness errors over 2%;
+   * `incomplete`: attempts missing after reconciliation (`missing_count`, `missing_sample`)
+   */
+  status: z.enum(['running', 'completed', 'degraded', 'incomplete', 'failed', 'cancelled']),
   started_at: z.number(),
   finished_at: z.number().nullable(),
   updated_at: z.number(),
@@ -126,6 +130,15 @@ export const RunRecord = z.object({
   audit_head: z.string().default(''),
   /** HMAC-SHA256 of the head under FORGE_AUDIT_KEY; '' without a key */
   audit_signature: z.string().default(''),
+  // issue 12, set when the run ended: what its completeness check found (0 / [] before, or for older runs)
+  /** attempts the run planned (tasks × attempts) */
+  planned_attempts: z.number().int().nonnegative().default(0),
+  /** planned attempts the store held at the end */
+  final_stored: z.number().int().nonnegative().default(0),
+  missing_count: z.number().int().nonnegative().default(0),
+  /** the first missing attempts as `task#attempt` */
+  missing_sample: z.array(z.string()).default([]),
+  harness_errors: z.number().int().nonnegative().default(0),
   // fault stamps (issue 13); absent or '' = the run injected no faults
   /** the fault profile the run injected (FaultPlan.profile_hash); compare warns when two runs differ */
   fault_profile_hash: z.string().optional(),

@@ -41,7 +41,8 @@ export type TokenUsage = z.infer<typeof TokenUsage>
 
 /** Everything one attempt of an agent did, as captured by the harness. */
 export const AgentTrace = z.object({
-  output: z.unknown(),
+  /** absent when the agent gave no answer (JSON drops an undefined key: a stored trace must still parse) */
+  output: z.unknown().optional(),
   tool_calls: z.array(ToolCall).default([]),
   spans: z.array(Span).default([]),
   state_snapshots: z.array(z.object({ label: z.string(), at_ms: z.number(), state: z.unknown() })).default([]),

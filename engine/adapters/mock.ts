@@ -6,6 +6,7 @@
  * of the same name, or from the previous tool's result. With seeded noise it fails the way real
  * agents do, so every failure bucket and every downstream statistic has something to chew on.
  */
+import { existsSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { z } from 'zod'
 import type { InvocationPayload, ToolSpec } from '../../core/contracts/index.js'
@@ -47,6 +48,12 @@ export const MockConfig = z
       .partialRecord(z.enum(MOCK_FAILURE_MODES), z.number().nonnegative())
       .optional()
       .describe(`Relative weights of the failure modes (${MOCK_FAILURE_MODES.join(', ')}); default: all equal.`),
+    hold_file: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('A test gate: while this file exists, attempts numbered hold_from or higher wait before they act (the chaos tests hold a run at a known point).'),
+    hold_from: z.number().int().nonnegative().default(0).describe('The first attempt number hold_file holds.'),
     ...harnessConfigShape,
   })
   .describe('Config of the mock adapter (--adapter-config).')
@@ -199,11 +206,20 @@ async function behave(run: MockRun, behaviour: 'clean' | MockFailureMode): Promi
   }
 }
 
+/** Waits while `hold_file` exists when this attempt's number is hold_from or higher (a test gate; nothing else changes). */
+async function holdAtGate(config: MockConfig, ctx: AdapterContext): Promise<void> {
+  if (config.hold_file === undefined) return
+  const attempt = Number(ctx.attemptUid.slice(ctx.attemptUid.lastIndexOf('/') + 1))
+  if (!(attempt >= config.hold_from)) return
+  while (existsSync(config.hold_file) && !ctx.signal.aborted) await sleep(20)
+}
+
 /** The mock adapter; behaviour is a pure function of ctx.seed, the payload and ctx.config. */
 export const mockAdapter: AgentAdapter = {
   name: 'mock',
   async invoke(payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput> {
     const config = parseMockConfig(ctx.config)
+    await holdAtGate(config, ctx)
     const behaviour = chooseMockBehaviour(ctx.seed, ctx.taskId, config)
     // a second stream for the details, so the choice of behaviour stays stable if they change
     const rng = createRng((ctx.seed ^ 0x9e3779b9) >>> 0)

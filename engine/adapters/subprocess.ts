@@ -76,6 +76,8 @@ const MAX_STDERR_BYTES = 4 * 1024
 const MAX_LINE_BYTES = 1024 * 1024
 /** after `final`, how long the agent may take to exit by itself before its group is stopped */
 const EXIT_AFTER_FINAL_MS = 200
+/** once the group is stopped, how long its stdout may take to reach EOF (a process outside the group could hold it) */
+const STDOUT_DRAIN_MS = 5_000
 
 export function parseSubprocessConfig(config: Record<string, unknown>): SubprocessConfig {
   return parseAdapterConfig('subprocess', SubprocessConfig, config)
@@ -351,8 +353,17 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
   if (run.stop.survivors.length > 0) {
     run.errors.push({ kind: 'harness', message: `processes ${run.stop.survivors.join(', ')} of agent group ${pgid} survived SIGKILL` })
   }
-  // the last lines may still be in the pipe; the group is gone, so it closes promptly
-  await Promise.race([stdoutClosed, sleep(100)])
+  // The agent's last lines (its final answer among them) may still be in the pipe: 'exit' can come
+  // before its stdout is read, and under load that read waits behind other work. The group is gone,
+  // so every write end is closed and reading to EOF ends; only a process that escaped the group could
+  // hold the pipe open, and that costs at most STDOUT_DRAIN_MS, said in the trace.
+  const drainTimer = new AbortController()
+  const drained = await Promise.race([
+    stdoutClosed.then(() => true),
+    sleep(run.stop.survivors.length > 0 ? 100 : STDOUT_DRAIN_MS, undefined, { signal: drainTimer.signal }).then(() => false, () => false),
+  ])
+  drainTimer.abort()
+  if (!drained) run.errors.push({ kind: 'harness', message: `the agent's stdout stayed open after its process group was stopped; output after ${since()} ms is not kept` })
   splitter.end()
   child.stdin.destroy()
   child.stdout.destroy()

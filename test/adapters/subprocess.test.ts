@@ -27,6 +27,21 @@ describe('subprocess adapter', () => {
     ])
   })
 
+  it('keeps the final answer of an agent that exits right after writing it, on a busy worker (issue 12)', async () => {
+    const { suite, task } = toolSuite({ budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 60_000 } })
+    // a worker under load: its event loop blocked 150 ms at a time while the agents finish
+    const busy = setInterval(() => {
+      const until = Date.now() + 150
+      while (Date.now() < until);
+    }, 160)
+    try {
+      const results = await Promise.all(Array.from({ length: 6 }, (_, i) => attempt(subprocessAdapter, { command: ['python3', agentPath('chatty_then_final.py')] }, suite, task, i)))
+      expect(results.map(({ result }) => [result.outcome, result.output, result.error])).toEqual(Array.from({ length: 6 }, () => ['pass', 'ABC', '']))
+    } finally {
+      clearInterval(busy)
+    }
+  })
+
   it('extracts a structured answer from prose on stdout with the fallback parser', async () => {
     const { suite, task } = toolSuite({ outcome_graders: [{ type: 'exact', field: 'answer', expected: 'ABC' }] })
     const { result, trace } = await attempt(subprocessAdapter, { command: ['node', agentPath('prose-answer.mjs')] }, suite, task)

@@ -313,9 +313,10 @@ describe('restore verification', () => {
       return 'done'
     })
     const first = await attempt(suite, 'ws_write', agent, pool)
+    // the agent's outcome stands; the evidence could not be restored, so the attempt is invalid (issue 12)
     expect(verdict(first.result)).toEqual({
       outcome: 'pass',
-      validity: 'valid',
+      validity: 'invalid',
       bucket: null,
       error: expect.stringMatching(/^environment restore not verified: workspace: differs from the seed: workspace: modified report\.txt \(instance quarantined, kept at .+quarantine.+\)$/),
       env: 'quarantined',

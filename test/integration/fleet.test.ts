@@ -60,11 +60,12 @@ describe('fleet mode', () => {
     const report = await runSuite(config, { suite: 'toy_math', adapter: 'mock', attempts: 4, workers: 1, concurrency: 10, seed: 'fleet' })
     expect(report.attempts).toBe(12)
     const state = JSON.parse(readFileSync(join(home, 'stack.json'), 'utf8')) as Record<string, unknown>
-    expect(Object.keys(state).sort()).toEqual(['ingester'])
+    expect(Object.keys(state).sort()).toEqual(['ingester', 'supervisor'])
     expect(stackStatus(config).map((c) => [c.name, c.state])).toEqual([
       ['temporal', 'external'],
       ['nats', 'external'],
       ['ingester', 'running'],
+      ['supervisor', 'running'],
     ])
     expect(existsSync(join(home, 'temporal.db'))).toBe(false)
   })

@@ -100,4 +100,12 @@ describe('ClickHouse migrations (chDB)', () => {
     const [row] = await queryRows<Record<string, unknown>>(client, "SELECT redacted, guard_answers, audit_head, audit_signature FROM runs FINAL WHERE run_id = 'pre11'")
     expect(row).toEqual({ redacted: 1, guard_answers: 0, audit_head: '', audit_signature: '' })
   })
+
+  it('reads runs written before the completeness check as checked nothing, and rolls it back (issue 12)', async () => {
+    await rollback(client, 10)
+    expect(await runColumns()).not.toContain('planned_attempts')
+    expect(await migrate(client, 11)).toEqual([11])
+    const [run] = await queryRows<Record<string, unknown>>(client, "SELECT planned_attempts, final_stored, missing_count, missing_sample, harness_errors FROM runs FINAL WHERE run_id = 'old'")
+    expect(run).toEqual({ planned_attempts: 0, final_stored: 0, missing_count: 0, missing_sample: [], harness_errors: 0 })
+  })
 })

@@ -122,9 +122,8 @@ describe('executeAttempt', () => {
   it('flags token use over max_tokens', async () => {
     const task = fakeTask({ budget: { max_tokens: 12 } })
     const result = await executeAttempt(options(solver, fakeSuite({ tasks: [task] }), task))
-    expect(result.budget_limit).toBe('max_tokens')
-    // the answer was still right: the limit is reported, the outcome stays the agent's
-    expect(result.outcome).toBe('pass')
+    // a right answer over the token budget is not a pass: the budget was overrun (issue 12)
+    expect([result.outcome, result.validity, result.failure_bucket, result.budget_limit]).toEqual(['fail', 'valid', 'budget_exhausted', 'max_tokens'])
   })
 
   it('turns a broken invariant into a violation and a throwing one into a harness error', async () => {

@@ -15,7 +15,7 @@ const defaults: ForgeConfig = {
   clickhouseUrl: undefined,
   storePath: '/work/.forge/store',
   binaries: { temporal: undefined, natsServer: undefined },
-  worker: { id: undefined, concurrency: 100, exitWithParent: false, role: 'all', shutdownGraceMs: 5000 },
+  worker: { id: undefined, concurrency: 100, exitWithParent: false, role: 'all', shutdownGraceMs: 5000, runId: undefined },
   healthPort: undefined,
   natsStreamReplicas: 1,
   judge: { worker: true, rate: 0, concurrency: 4, taskQueue: 'forge-judge', model: undefined, baseUrl: undefined, apiKey: undefined },
@@ -75,7 +75,7 @@ describe('resolveConfig', () => {
       clickhouseUrl: 'http://clickhouse:8123',
       storePath: '/data/chdb',
       binaries: { temporal: '/opt/temporal', natsServer: '/opt/nats-server' },
-      worker: { id: 'w-1', concurrency: 200, exitWithParent: true, role: 'all', shutdownGraceMs: 5000 },
+      worker: { id: 'w-1', concurrency: 200, exitWithParent: true, role: 'all', shutdownGraceMs: 5000, runId: undefined },
       healthPort: undefined,
       natsStreamReplicas: 1,
       judge: { worker: false, rate: 2.5, concurrency: 8, taskQueue: 'judges', model: 'gpt-4o-mini', baseUrl: 'http://judge:8080/v1', apiKey: 'sk-judge' },
@@ -186,7 +186,7 @@ describe('settingsEnv', () => {
     expect({ address: back.temporal.address, nats: back.natsUrl, worker: back.worker }).toEqual({
       address: '127.0.0.1:7233',
       nats: 'nats://127.0.0.1:4222',
-      worker: { id: undefined, concurrency: 20, exitWithParent: true, role: 'all', shutdownGraceMs: 5000 },
+      worker: { id: undefined, concurrency: 20, exitWithParent: true, role: 'all', shutdownGraceMs: 5000, runId: undefined },
     })
   })
 })

@@ -9,13 +9,15 @@ import { JudgeConfigError } from '../../engine/judge/errors.js'
 import { LlmConfigError, PriceTableError } from '../../engine/llm/errors.js'
 import { MissingBinaryError, StackStartError, ConfigError as StackConfigError } from '../../stack/errors.js'
 import { BusError, StoreError, StoreLockedError } from '../../store/errors.js'
-import { RunFailedError } from '../../app/run.js'
+import { RunDegradedError, RunFailedError, RunIncompleteError } from '../../app/run.js'
 import { EXIT, ForgeCommand } from '../../cli/base.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
 const areaErrors: [Error, { name: string; kind: string; exitCode: number }][] = [
   [new RunFailedError('run r1 failed: boom'), { name: 'RunFailedError', kind: 'run_failed', exitCode: 1 }],
+  [new RunIncompleteError('run r1 is incomplete: stored 145/200; missing: echo#3'), { name: 'RunIncompleteError', kind: 'run_failed', exitCode: 1 }],
+  [new RunDegradedError('run r1 is degraded: harness errors in 7 of 200 attempts'), { name: 'RunDegradedError', kind: 'degraded', exitCode: 7 }],
   [new ConfigError('FORGE_NATS_URL must look like nats://host:port, got "x"'), { name: 'ConfigError', kind: 'config', exitCode: 2 }],
   [new SuiteLoadError('suites/x', [{ file: 'a.yaml', path: 'id', message: 'required' }]), { name: 'SuiteLoadError', kind: 'validation', exitCode: 2 }],
   [new UnknownAdapterError('nope', ['mock']), { name: 'UnknownAdapterError', kind: 'config', exitCode: 2 }],
@@ -33,7 +35,7 @@ const areaErrors: [Error, { name: string; kind: string; exitCode: number }][] = 
 
 describe('error taxonomy', () => {
   it("keeps README's exit codes", () => {
-    expect(EXIT_CODES).toEqual({ ok: 0, failure: 1, badInput: 2, missingBinary: 3, stack: 4, store: 5, regression: 6 })
+    expect(EXIT_CODES).toEqual({ ok: 0, failure: 1, badInput: 2, missingBinary: 3, stack: 4, store: 5, regression: 6, degraded: 7 })
     expect(EXIT).toBe(EXIT_CODES)
   })
 

@@ -34,6 +34,7 @@ function runStats(ks: number[]): RunStats {
   return {
     run: undefined,
     run_id: 'r1',
+    notice: null,
     attempts: 9,
     tasks: tasks.map((t) => ({ ...t, outcomes: {}, failure_buckets: {}, stopped_early: false, validity_rates: rates.get(t.task_id)! })),
     suites: [{ ...suiteOnly, validity_rates: suiteValidityRates([...rates.values()]) }],
@@ -82,6 +83,12 @@ describe('printRunStats', () => {
   it('says n/a (k > n) for the suite when no task has k attempts', () => {
     const lines = print(runStats([10]), { ks: [10] })
     expect(lines.find((l) => l.startsWith('pass@10'))).toBe('pass@10 n/a (k > n); consistency 0.37 (chance two attempts of a task agree)')
+  })
+
+  it('says first, before anything else, when the statistics cover less than the whole run (issue 12)', () => {
+    const notice = 'INCOMPLETE: stored 145/200; missing: echo#3, echo#7 (and 53 more)'
+    expect(print({ ...runStats([1]), notice })[0]).toBe(notice)
+    expect(print(runStats([1]))[0]).toBe('run r1')
   })
 
   it('leaves pass@1 out of the default report: it is the success rate', () => {

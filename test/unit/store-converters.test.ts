@@ -114,10 +114,12 @@ describe('store converters', () => {
       price_table_version: 'v1', price_table_date: '2026-11-30', suite_hash: 'ab'.repeat(32), judge_model: 'gpt-4o-mini',
       judge_prompt_version: 'p3', stop_width: 0.2, stopped_tasks: ['t2', 't5'], isolation: 'unsandboxed',
       redacted: false, guard_answers: true, audit_head: 'cd'.repeat(32), audit_signature: '',
+      planned_attempts: 25, final_stored: 23, missing_count: 2, missing_sample: ['t1#3', 't4#0'], harness_errors: 1,
     }
     expect(runToRow(run)).toMatchObject({
       redacted: 0, guard_answers: 1, audit_head: 'cd'.repeat(32),
       price_table_version: 'v1', price_table_date: '2026-11-30', stop_width: 0.2, stopped_tasks: ['t2', 't5'], judge_prompt_version: 'p3', isolation: 'unsandboxed',
+      planned_attempts: 25, final_stored: 23, missing_count: 2, missing_sample: ['t1#3', 't4#0'], harness_errors: 1,
     })
     expect(rowToRun(runToRow(run))).toEqual(run)
     expect(rowToRun(runToRow({ ...run, status: 'running', finished_at: null }))).toEqual({ ...run, status: 'running', finished_at: null })
@@ -135,6 +137,7 @@ describe('store converters', () => {
     expect(RunRecord.parse(old)).toEqual({
       ...old, price_table_date: '', suite_hash: '', judge_model: '', judge_prompt_version: '', stop_width: 0, stopped_tasks: [],
       redacted: true, guard_answers: false, audit_head: '', audit_signature: '',
+      planned_attempts: 0, final_stored: 0, missing_count: 0, missing_sample: [], harness_errors: 0,
     })
     // a row read before migration 9 has no isolation column
     const { isolation: _dropped, ...rowBefore9 } = runToRow(RunRecord.parse(old))

@@ -61,6 +61,27 @@ describe('outcome', () => {
   it('does not pass an attempt with no grades (nothing was measured)', () => {
     expect(decideVerdict({ trace: trace(), grades: [], invariants: [] })).toEqual({ outcome: 'fail', validity: 'invalid', failure_bucket: 'harness_error' })
   })
+  it('does not pass an attempt that overran its budget, even with every grade passed', () => {
+    for (const limit of ['max_tokens', 'max_duration_ms', 'max_tool_calls'] as const) {
+      expect(decideVerdict({ trace: trace({ budget_exhausted: limit }), grades: [pass], invariants: [kept] })).toEqual({
+        outcome: 'fail',
+        validity: 'valid',
+        failure_bucket: 'budget_exhausted',
+      })
+    }
+    expect(decideVerdict({ trace: trace({ calls: [{ refused: 'budget_exhausted' }] }), grades: [pass], invariants: [] })).toEqual({
+      outcome: 'fail',
+      validity: 'valid',
+      failure_bucket: 'budget_exhausted',
+    })
+  })
+  it('keeps a violation a violation when the budget was also overrun', () => {
+    expect(decideVerdict({ trace: trace({ budget_exhausted: 'max_tokens' }), grades: [pass], invariants: [broken] })).toEqual({
+      outcome: 'violation',
+      validity: 'valid',
+      failure_bucket: null,
+    })
+  })
   it('passes the validity through', () => {
     expect(decideVerdict({ trace: trace(), grades: [pass], invariants: [], validity: 'degraded' })).toEqual({
       outcome: 'pass',

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { JudgeSettings, RunPlan } from '../../core/contracts/index.js'
 import { attemptUidOf } from '../../core/identity.js'
 import { findBinary } from '../../stack/binaries.js'
-import type { AttemptInput, AttemptSummary, JudgeActivities, JudgeInput, JudgeSummary, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
+import type { AttemptInput, AttemptSummary, CompletenessInput, JudgeActivities, JudgeInput, JudgeSummary, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
 import type { RunWorkflow, RunWorkflowResult } from '../../workflows/run.js'
 
 const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url))
@@ -48,7 +48,7 @@ function plan(overrides: Partial<RunPlan>): RunPlan {
 /** attempts with an odd index fail and ask for golden divergence and metrics; even ones pass and ask for metrics only */
 function attemptActivities(ask = true) {
   const calls: AttemptInput[] = []
-  const activities: RunActivities = {
+  const activities: RunActivities & ReconcileActivities = {
     async runAttempt(input: AttemptInput): Promise<AttemptSummary> {
       calls.push(input)
       const failed = input.attempt % 2 === 1
@@ -61,6 +61,11 @@ function attemptActivities(ask = true) {
     },
     async recordRunStatus(input: RunStatusInput): Promise<number> {
       return input.started_at ?? 1
+    },
+    // every attempt reaches the store here
+    async checkCompleteness(input: CompletenessInput) {
+      const planned = input.task_ids.length * input.attempts
+      return { planned, stored: planned, missing_count: 0, missing: [], doubled: 0, harness_errors: 0 }
     },
   }
   return { activities, calls }
@@ -78,7 +83,7 @@ function judgeActivities(opts: { fail?: (input: JudgeInput) => boolean } = {}) {
   return { activities, calls }
 }
 
-async function run(p: RunPlan, attempts: RunActivities, judge: JudgeActivities, judgeOptions: { maxTaskQueueActivitiesPerSecond?: number } = {}): Promise<RunWorkflowResult> {
+async function run(p: RunPlan, attempts: RunActivities & ReconcileActivities, judge: JudgeActivities, judgeOptions: { maxTaskQueueActivitiesPerSecond?: number } = {}): Promise<RunWorkflowResult> {
   const taskQueue = `wf-judging-${randomUUID()}`
   const attemptWorker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: attempts })
   const judgeWorker = await Worker.create({ connection: env.nativeConnection, taskQueue: p.judge?.task_queue ?? 'unused', activities: judge, ...judgeOptions })
@@ -93,7 +98,13 @@ describe('judge activities on their own task queue', () => {
     const attempts = attemptActivities()
     const judge = judgeActivities()
     const result = await run(p, attempts.activities, judge.activities)
-    expect(result).toEqual({ run_id: p.run_id, total: 6, tally: { outcomes: { pass: 4, fail: 2 }, not_executed: 0, judged: 6 }, status: 'completed' })
+    expect(result).toEqual({
+      run_id: p.run_id,
+      total: 6,
+      tally: { outcomes: { pass: 4, fail: 2 }, not_executed: 0, judged: 6 },
+      status: 'completed',
+      completeness: { planned: 6, stored: 6, missing_count: 0, missing: [], doubled: 0, harness_errors: 0, rerun: 0 },
+    })
     // the attempt activity carries the judge settings only for runs that have them
     expect(attempts.calls.every((c) => c.judge !== undefined && c.judge.model === 'judge-1')).toBe(true)
     expect(judge.calls.map((c) => c.queue)).toEqual(Array(6).fill(judgeQueue))

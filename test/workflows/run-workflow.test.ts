@@ -17,7 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RunPlan } from '../../core/contracts/index.js'
 import { attemptUidOf } from '../../core/identity.js'
 import { findBinary } from '../../stack/binaries.js'
-import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
+import { missingAttempts, type RunCompleteness } from '../../core/completeness.js'
+import type { AttemptInput, AttemptSummary, CompletenessInput, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
 import type { RunWorkflow, RunWorkflowResult, ShardInput } from '../../workflows/run.js'
 
 const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url))
@@ -89,6 +90,13 @@ interface StubOptions {
   delayMs?: number
   /** throws to make the activity fail */
   fail?: (input: AttemptInput, tryNumber: number) => void
+  /** the result of this call never reaches the store (a lost message) */
+  lost?: (input: AttemptInput) => boolean
+}
+
+/** What the completeness check reports for a run the store holds whole. */
+function complete(planned: number, rerun = 0): RunCompleteness {
+  return { planned, stored: planned, missing_count: 0, missing: [], doubled: 0, harness_errors: 0, rerun }
 }
 
 function stubActivities(opts: StubOptions = {}) {
@@ -96,7 +104,10 @@ function stubActivities(opts: StubOptions = {}) {
   const statuses: RunStatusInput[] = []
   const returned: string[] = []
   const window = { current: 0, max: 0 }
-  const activities: RunActivities = {
+  /** `task#attempt` of every result that reached the (pretend) store */
+  const stored = new Set<string>()
+  const checks: CompletenessInput[] = []
+  const activities: RunActivities & ReconcileActivities = {
     async runAttempt(input: AttemptInput): Promise<AttemptSummary> {
       const info = Context.current().info
       attempts.push({ input, try: info.attempt, workflow_id: info.workflowExecution?.workflowId })
@@ -107,6 +118,7 @@ function stubActivities(opts: StubOptions = {}) {
         opts.fail?.(input, info.attempt)
         const outcome = opts.outcome?.(input) ?? 'pass'
         returned.push(outcome)
+        if (!(opts.lost?.(input) ?? false)) stored.add(`${input.task_id}#${input.attempt}`)
         return {
           attempt_uid: attemptUidOf(input),
           outcome,
@@ -120,13 +132,23 @@ function stubActivities(opts: StubOptions = {}) {
       statuses.push(input)
       return input.started_at ?? STARTED_AT
     },
+    async checkCompleteness(input: CompletenessInput) {
+      checks.push(input)
+      const byTask = new Map<string, Set<number>>()
+      for (const key of stored) {
+        const [task, attempt] = key.split('#') as [string, string]
+        byTask.set(task, (byTask.get(task) ?? new Set()).add(Number(attempt)))
+      }
+      const found = missingAttempts(input, byTask)
+      return { planned: input.task_ids.length * input.attempts, stored: found.stored, missing_count: found.count, missing: found.missing, doubled: 0, harness_errors: 0 }
+    },
   }
-  return { activities, attempts, statuses, returned, window }
+  return { activities, attempts, statuses, returned, window, checks }
 }
 
 /** Runs one RunWorkflow on its own task queue with a worker holding `activities`; returns the handle once it closed. */
 async function runOnWorker(
-  activities: RunActivities,
+  activities: RunActivities & ReconcileActivities,
   runPlan: RunPlan,
   workflowId = `run-${randomUUID()}`,
   extra: { shards_per_execution?: number } = {},
@@ -173,6 +195,7 @@ describe('RunWorkflow with stub activities', () => {
       total: 12,
       tally: { outcomes: { pass: 7, fail: 3, partial: 1, violation: 1 }, not_executed: 0 },
       status: 'completed',
+      completeness: complete(12),
     })
     // the tally is what the stub returned, no more, no less
     const returned: Record<string, number> = {}
@@ -196,8 +219,9 @@ describe('RunWorkflow with stub activities', () => {
     })
     expect(stub.statuses).toEqual([
       { plan: p, status: 'running' },
-      { plan: p, status: 'completed', started_at: STARTED_AT },
+      { plan: p, status: 'completed', started_at: STARTED_AT, completeness: complete(12) },
     ])
+    expect(stub.checks).toEqual([{ run_id: p.run_id, task_ids: ['add', 'sub', 'mul'], attempts: 4 }])
   })
 
   it('splits 12 attempts with shard_size 5 into exactly three ShardWorkflow children covering every attempt', async () => {
@@ -206,7 +230,7 @@ describe('RunWorkflow with stub activities', () => {
     const workflowId = `sharded-${randomUUID()}`
 
     const { handle, result } = await runOnWorker(stub.activities, p, workflowId)
-    expect(await result).toEqual({ run_id: p.run_id, total: 12, tally: { outcomes: { pass: 12 }, not_executed: 0 }, status: 'completed' })
+    expect(await result).toEqual({ run_id: p.run_id, total: 12, tally: { outcomes: { pass: 12 }, not_executed: 0 }, status: 'completed', completeness: complete(12) })
 
     const history = await handle.fetchHistory()
     const children = (history.events ?? [])
@@ -251,23 +275,42 @@ describe('RunWorkflow with stub activities', () => {
     expect(stub.window.max).toBe(3)
   })
 
-  it('retries infrastructure errors: a flaky attempt counts once, one that never succeeds counts as not executed', async () => {
+  it('retries infrastructure errors: a flaky attempt counts once, one that never succeeds counts as not executed and is re-run at the end', async () => {
     const p = plan({ task_ids: ['flaky', 'broken', 'ok'], attempts: 1 })
     const stub = stubActivities({
       fail: (input, tryNumber) => {
         if (input.task_id === 'flaky' && tryNumber <= 2) throw ApplicationFailure.retryable('NATS publish timed out', 'TimeoutError')
-        if (input.task_id === 'broken') throw new Error('connection refused')
+        // the outage is over by the time the completeness check re-runs it
+        if (input.task_id === 'broken' && input.republish === undefined) throw new Error('connection refused')
       },
     })
 
     const { result } = await runOnWorker(stub.activities, p)
 
-    expect(await result).toEqual({ run_id: p.run_id, total: 3, tally: { outcomes: { pass: 2 }, not_executed: 1 }, status: 'completed' })
+    expect(await result).toEqual({ run_id: p.run_id, total: 3, tally: { outcomes: { pass: 2 }, not_executed: 1 }, status: 'completed', completeness: complete(3, 1) })
     const tries: Record<string, number[]> = {}
-    for (const c of stub.attempts) (tries[c.input.task_id] ??= []).push(c.try)
+    for (const c of stub.attempts) (tries[`${c.input.task_id}${c.input.republish === undefined ? '' : ` (re-run ${c.input.republish})`}`] ??= []).push(c.try)
     // retry policy: maximumAttempts 5 (backoff 1 s, 2 s, 4 s, 8 s)
-    expect(tries).toEqual({ flaky: [1, 2, 3], broken: [1, 2, 3, 4, 5], ok: [1] })
+    expect(tries).toEqual({ flaky: [1, 2, 3], broken: [1, 2, 3, 4, 5], 'broken (re-run 1)': [1], ok: [1] })
     expect(stub.statuses.map((s) => s.status)).toEqual(['running', 'completed'])
+  })
+
+  it('re-runs attempts whose results never reached the store, and ends incomplete, naming them, when they stay missing', async () => {
+    const p = plan({ task_ids: ['a', 'b'], attempts: 3 })
+    // a#1 is lost once (the re-run brings it in); b#2 is lost every time
+    const stub = stubActivities({ lost: (input) => (input.task_id === 'a' && input.attempt === 1 && input.republish === undefined) || (input.task_id === 'b' && input.attempt === 2) })
+
+    const { result } = await runOnWorker(stub.activities, p)
+
+    const completeness: RunCompleteness = { planned: 6, stored: 5, missing_count: 1, missing: [{ task_id: 'b', attempt: 2 }], doubled: 0, harness_errors: 0, rerun: 4 }
+    expect(await result).toEqual({ run_id: p.run_id, total: 6, tally: { outcomes: { pass: 6 }, not_executed: 0 }, status: 'incomplete', completeness })
+    const reruns = stub.attempts.filter((c) => c.input.republish !== undefined).map((c) => `${c.input.task_id}#${c.input.attempt} round ${c.input.republish}`)
+    expect(reruns.sort()).toEqual(['a#1 round 1', 'b#2 round 1', 'b#2 round 2', 'b#2 round 3'])
+    expect(stub.checks).toHaveLength(4)
+    expect(stub.statuses).toEqual([
+      { plan: p, status: 'running' },
+      { plan: p, status: 'incomplete', started_at: STARTED_AT, completeness },
+    ])
   })
 
   it('fails the run on a non-retryable configuration error, without retrying it, and records the run as failed', async () => {
@@ -301,7 +344,7 @@ describe('RunWorkflow with stub activities', () => {
     const p = plan({ task_ids: ['a', 'b', 'c', 'd', 'e'], attempts: 1, shard_size: 1 })
     const stub = stubActivities()
     const { result } = await runOnWorker(stub.activities, p, `run-${randomUUID()}`, { shards_per_execution: 2 })
-    expect(await result).toEqual({ run_id: p.run_id, total: 5, tally: { outcomes: { pass: 5 }, not_executed: 0 }, status: 'completed' })
+    expect(await result).toEqual({ run_id: p.run_id, total: 5, tally: { outcomes: { pass: 5 }, not_executed: 0 }, status: 'completed', completeness: complete(5) })
     expect(stub.statuses.map((s) => s.status)).toEqual(['running', 'completed'])
     expect(stub.attempts.map((c) => c.input.task_id).sort()).toEqual(['a', 'b', 'c', 'd', 'e'])
   })
@@ -332,7 +375,7 @@ describe('replay of committed histories', () => {
     const p = plan({ run_id: 'run-replay-2x2', task_ids: ['t1', 't2'], attempts: 2 })
     const stub = stubActivities({ outcome: (i) => (i.attempt === 0 ? 'pass' : 'fail') })
     const { handle, result } = await runOnWorker(stub.activities, p, REPLAY_WORKFLOW_ID)
-    expect(await result).toEqual({ run_id: 'run-replay-2x2', total: 4, tally: { outcomes: { pass: 2, fail: 2 }, not_executed: 0 }, status: 'completed' })
+    expect(await result).toEqual({ run_id: 'run-replay-2x2', total: 4, tally: { outcomes: { pass: 2, fail: 2 }, not_executed: 0 }, status: 'completed', completeness: complete(4) })
 
     const fresh = {
       run: await handle.fetchHistory(),

@@ -14,7 +14,7 @@ import { RunPlan } from '../../core/contracts/index.js'
 import { attemptUidOf } from '../../core/identity.js'
 import { SweepSpec, type SweepRecord } from '../../core/contracts/sweep.js'
 import { findBinary } from '../../stack/binaries.js'
-import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
+import type { AttemptInput, AttemptSummary, CompletenessInput, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
 import type { CellEvaluation, EvaluateCellInput, PlanCellInput, SweepActivities } from '../../workers/sweep-activity-types.js'
 import type { SweepWorkflow } from '../../workflows/sweep.js'
 
@@ -32,7 +32,7 @@ afterAll(async () => {
   await env?.teardown()
 })
 
-const runActivities: RunActivities = {
+const runActivities: RunActivities & ReconcileActivities = {
   async runAttempt(input: AttemptInput): Promise<AttemptSummary> {
     // the seed-b cells' runs hit a configuration error: the run fails, and so does its cell
     if (input.seed === 'b' && input.task_id === 't2' && input.attempt === 0) throw ApplicationFailure.nonRetryable('adapter config invalid', 'ConfigError')
@@ -40,6 +40,11 @@ const runActivities: RunActivities = {
   },
   async recordRunStatus(input: RunStatusInput): Promise<number> {
     return input.started_at ?? 1
+  },
+  // every attempt reaches the store here
+  async checkCompleteness(input: CompletenessInput) {
+    const planned = input.task_ids.length * input.attempts
+    return { planned, stored: planned, missing_count: 0, missing: [], doubled: 0, harness_errors: 0 }
   },
 }
 

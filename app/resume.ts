@@ -1,0 +1,82 @@
+/**
+ * `forge runs resume RUN` (issue 12): a run survives its CLI. Its workflow keeps running in Temporal
+ * (and the workers of a `forge run` that died serve it to its end); resuming re-attaches: it brings
+ * the stack up, starts workers when the run still runs, follows it to its end and reports it like
+ * `forge run` does, completeness check included.
+ */
+import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client'
+import { defaultPayloadConverter } from '@temporalio/common'
+import { join } from 'node:path'
+import type { ForgeConfig } from '../config/index.js'
+import { ConfigError } from '../core/errors.js'
+import type { RunPlan } from '../core/contracts/index.js'
+import { connectBus } from '../store/bus.js'
+import { stackUp } from '../stack/local-stack.js'
+import { superviseStack } from '../stack/supervisor.js'
+import type { RunWorkflow, RunWorkflowInput } from '../workflows/run.js'
+import { awaitRunResult, followProgress, reportRun, type RunEvent, type RunReport } from './run.js'
+import { startWorkerPool, type WorkerPool } from './worker-pool.js'
+
+export interface ResumeOptions {
+  run_id: string
+  /** worker processes to start when the run is still running */
+  workers: number
+  concurrency: number
+  ingest_timeout_ms?: number
+}
+
+/** Re-attaches to a run by id and waits for it like `forge run`; aborting `signal` cancels the run. */
+export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal): Promise<RunReport> {
+  const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
+  const connection = await Connection.connect({ address: endpoints.temporalAddress })
+  const nc = await connectBus(endpoints.natsUrl, 'forge-resume')
+  const supervisor = superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) })
+  let pool: WorkerPool | undefined
+  const started = Date.now()
+  try {
+    const handle = new Client({ connection, namespace: config.temporal.namespace }).workflow.getHandle<typeof RunWorkflow>(`forge-run-${opts.run_id}`)
+    let running: boolean
+    try {
+      running = (await handle.describe()).status.name === 'RUNNING'
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) {
+        throw new ConfigError(`Temporal at ${endpoints.temporalAddress} knows no run "${opts.run_id}" (forge runs list shows the stored runs)`, { cause: error })
+      }
+      throw error
+    }
+    const plan = await planOf(handle)
+    const progress = followProgress(nc, plan.run_id, plan.task_ids, plan.attempts, onEvent)
+    if (running) {
+      pool = startWorkerPool({
+        count: opts.workers,
+        temporalAddress: endpoints.temporalAddress,
+        natsUrl: endpoints.natsUrl,
+        namespace: config.temporal.namespace,
+        taskQueue: config.temporal.taskQueue,
+        concurrency: opts.concurrency,
+        logDir: join(config.home, 'logs'),
+        runId: plan.run_id,
+        onRestart: ({ slot, pid, exit }) => onEvent({ kind: 'stack', message: `worker ${slot} died (${exit}); started again as pid ${pid}` }),
+      })
+      await pool.ready
+      onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
+    }
+    onEvent({ kind: 'notice', message: `resumed run ${plan.run_id} (${running ? 'still running' : 'already ended'})` })
+    const result = await awaitRunResult(handle, plan.run_id, signal, (message) => onEvent({ kind: 'stack', message }))
+    progress.stop()
+    return await reportRun(config, plan, result, Date.now() - started, opts.ingest_timeout_ms ?? 120_000, onEvent)
+  } finally {
+    await supervisor.stop()
+    await pool?.stop()
+    await connection.close()
+    await nc.drain().catch(() => undefined)
+  }
+}
+
+/** The run's plan: the input of the latest execution of its workflow (continue-as-new carries it). */
+async function planOf(handle: WorkflowHandle<typeof RunWorkflow>): Promise<RunPlan> {
+  const history = await handle.fetchHistory()
+  const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]
+  if (payload === undefined || payload === null) throw new Error(`the workflow ${handle.workflowId} has no input in its history`)
+  return defaultPayloadConverter.fromPayload<RunWorkflowInput>(payload).plan
+}

@@ -1,0 +1,89 @@
+/**
+ * Issue 12 on the real embedded stack, through the CLI as a user runs it: a run's completeness is
+ * checked at its end and stamped on its record; bad configurations stop before the first attempt;
+ * harness errors past 2% make the run `degraded` (exit 7) with a banner on the first line.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
+import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
+
+let stack: TestStack
+
+beforeAll(async () => {
+  stack = await startTestStack('completeness')
+})
+afterAll(async () => {
+  await stack?.down()
+  removeTempSuites()
+})
+
+const sql = <T>(query: string): T[] => {
+  const r = forge(['sql', query, '--json'], stack.env)
+  expect(r.stderr).toBe('')
+  return JSON.parse(r.stdout) as T[]
+}
+
+/** the first line of the statistics `forge run` / `forge stats` print */
+const statsHead = (stdout: string): string[] => {
+  const lines = stdout.split('\n')
+  const at = lines.findIndex((line) => /^(run r|run [\w-]+ {2}suite|PARTIAL|INCOMPLETE|DEGRADED)/.test(line) && !line.includes(' tasks × '))
+  return lines.slice(at, at + 2)
+}
+
+describe('a run ends checked against its plan', () => {
+  it('records completed with planned = stored and nothing missing, and prints no notice', () => {
+    const r = forge(['run', '--suite', 'smoke', '--attempts', '3', '--seed', 'done', '--run-id', 'whole', '--json'], stack.env)
+    expect(r.status).toBe(0)
+    const report = JSON.parse(r.stdout) as Record<string, unknown>
+    expect({ status: report['status'], completeness: report['completeness'], notice: report['notice'] }).toEqual({
+      status: 'completed',
+      completeness: { planned: 15, stored: 15, missing_count: 0, missing: [], doubled: 0, harness_errors: 0, rerun: 0 },
+      notice: null,
+    })
+    const [run] = sql<Record<string, unknown>>("SELECT status, planned_attempts, final_stored, missing_count, missing_sample, harness_errors FROM runs FINAL WHERE run_id = 'whole'")
+    expect(run).toEqual({ status: 'completed', planned_attempts: 15, final_stored: 15, missing_count: 0, missing_sample: [], harness_errors: 0 })
+  })
+})
+
+describe('bad configurations stop before the first attempt', () => {
+  it('refuses a task whose instruction cannot fit one message of the bus (exit 2, naming suite, task, field and sizes); nothing runs', () => {
+    const suite = makeSuite({ 'tasks/beta.yaml': `id: beta\ninstruction: "${'x'.repeat(10 * 1024 * 1024)}"\ninput: { message: hey }\ntools: [shout]\ngraders:\n  - type: contains\n    expected: HEY\n` })
+    const r = forge(['run', '--suite', suite, '--attempts', '2', '--run-id', 'too-big'], stack.env)
+    expect(r.status).toBe(2)
+    expect(r.stderr.trim()).toBe(
+      `Error: suite tmp_suite (${suite}): task beta: instruction is 10.0 MiB, over the 7.9 MiB one message of the bus can carry (max_payload 8.0 MiB less headroom); keep large content in a fixture file and name it in the task`,
+    )
+    expect(sql("SELECT run_id FROM runs FINAL WHERE run_id = 'too-big'")).toEqual([])
+  })
+
+  it('runs a task with a long instruction, every result carrying it truncated with a marker, and says so', () => {
+    const suite = makeSuite({ 'tasks/beta.yaml': `id: beta\ninstruction: "${'y'.repeat(100 * 1024)}"\ninput: { message: hey }\ntools: [shout]\ngraders:\n  - type: contains\n    expected: HEY\n` })
+    const r = forge(['run', '--suite', suite, '--task', 'beta', '--attempts', '2', '--run-id', 'long-instruction', '--adapter-config', '{"skill":1}'], stack.env)
+    expect(r.status).toBe(0)
+    expect(r.stdout).toContain('  note: task beta: its 100.0 KiB instruction is stored with each result truncated to 64.0 KiB (marked); the verbatim text stays in the suite\n')
+    expect(sql("SELECT count() AS n, max(length(instruction)) <= 65536 AS fits, min(endsWith(instruction, '…[truncated 102400 bytes]')) AS marked FROM attempts FINAL WHERE run_id = 'long-instruction'")).toEqual([
+      { n: 2, fits: 1, marked: 1 },
+    ])
+  })
+
+  it('refuses an adapter config of the wrong shape before anything starts (exit 2, naming the field)', () => {
+    const r = forge(['run', '--suite', 'smoke', '--adapter-config', '{"skill":"high"}', '--run-id', 'bad-config'], stack.env)
+    expect(r.status).toBe(2)
+    expect(r.stderr.trim()).toBe('Error: invalid --adapter-config for adapter "mock": skill: Invalid input: expected number, received string')
+  })
+})
+
+describe('harness errors past 2%', () => {
+  it('mark the run degraded: a banner first, exit code 7, and forge stats opens with the same banner', () => {
+    // a suite whose invariant throws: every attempt is a harness error
+    const suite = makeSuite({ 'invariants.mjs': "export const invariants = { always_ok: () => { throw new Error('bug in the suite') } }\n" })
+    const r = forge(['run', '--suite', suite, '--task', 'alpha', '--attempts', '3', '--run-id', 'degraded-run'], stack.env)
+    expect(r.status).toBe(7)
+    const banner = 'DEGRADED: harness errors in 3 of 3 attempts (100.0%, over the 2% limit): this run is not a valid measurement'
+    expect(statsHead(r.stdout)).toEqual([banner, 'run degraded-run  suite tmp_suite  adapter mock  status degraded'])
+    expect(r.stderr).toContain(`Error: run degraded-run is degraded: harness errors in 3 of 3 attempts (100.0%, over the 2% limit): this run is not a valid measurement`)
+    const stats = forge(['stats', '--run-id', 'degraded-run'], stack.env)
+    expect(stats.status).toBe(0)
+    expect(stats.stdout.split('\n')[0]).toBe(banner)
+  })
+})

@@ -1,0 +1,53 @@
+/**
+ * The completeness check of a run (issue 12), an activity so RunWorkflow can own its run's status:
+ * wait until the ingester has stored everything published so far, then compare the store with the
+ * plan. A store that is behind or unreachable throws (retried with backoff while the supervisor
+ * restarts what died); it never answers from a partial view.
+ */
+import { Context } from '@temporalio/activity'
+import type { NatsConnection } from '@nats-io/transport-node'
+import type { CompletenessReport } from '../core/completeness.js'
+import { waitForIngestedBacklog } from '../store/bus.js'
+import type { StoreReader } from '../store/clickhouse.js'
+import { checkStoredAgainstPlan } from '../store/completeness.js'
+import type { Logger } from '../engine/logger.js'
+import type { CompletenessInput, ReconcileActivities } from './activity-types.js'
+
+export interface ReconcileDeps {
+  nc: NatsConnection
+  /** the store as this worker reads it: a ClickHouse server, or the ingester over NATS */
+  reader: StoreReader
+  logger: Logger
+  /** how long one activity try waits for the ingester before it throws (and is retried); default 60 s */
+  ingestWaitMs?: number
+}
+
+/** Thrown when the ingester has not stored what was published yet; retried. */
+export class IngestBehindError extends Error {
+  override name = 'IngestBehindError'
+}
+
+export function createReconcileActivities(deps: ReconcileDeps): ReconcileActivities {
+  return {
+    async checkCompleteness(input: CompletenessInput): Promise<CompletenessReport> {
+      const heartbeat = activityHeartbeat()
+      const { caughtUp, progress } = await waitForIngestedBacklog(deps.nc, { timeoutMs: deps.ingestWaitMs ?? 60_000, onWait: heartbeat })
+      if (!caughtUp) {
+        throw new IngestBehindError(`the ingester has not stored the results stream up to seq ${progress.target} yet (acked ${progress.acked}, ${progress.pending} pending)`)
+      }
+      heartbeat()
+      const report = await checkStoredAgainstPlan(deps.reader, input)
+      deps.logger.info({ run_id: input.run_id, planned: report.planned, stored: report.stored, missing: report.missing_count, doubled: report.doubled }, 'completeness checked')
+      return report
+    },
+  }
+}
+
+function activityHeartbeat(): () => void {
+  try {
+    const ctx = Context.current()
+    return () => ctx.heartbeat()
+  } catch {
+    return () => undefined // called outside an activity (tests)
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * The end of a run (issue 12): its stored results are checked against its plan; attempts whose
+ * results never reached the store are run again (the same attempt_uid and seed, so the store keeps
+ * one row each), up to RECONCILE_ROUNDS times. What is still missing then makes the run `incomplete`.
+ */
+import { isCancellation, proxyActivities } from '@temporalio/workflow'
+import type { RunCompleteness } from '../core/completeness.js'
+import type { RunPlan } from '../core/contracts/index.js'
+import type { ReconcileActivities, RunActivities } from '../workers/activity-types.js'
+import { attemptActivityOptions, reconcileActivityOptions } from './activity-options.js'
+import { attemptInputOf, isNonRetryable } from './tally.js'
+
+/** Runs started before the completeness check replay without it. */
+export const RECONCILE_PATCH = 'forge-reconcile-v1'
+/** how many times missing attempts are re-run before the run is declared incomplete */
+export const RECONCILE_ROUNDS = 3
+
+/** Checks the run's stored results against its plan, re-running what is missing; never throws but for cancellation or a configuration error. */
+export async function reconcileRun(plan: RunPlan): Promise<RunCompleteness> {
+  const { checkCompleteness } = proxyActivities<ReconcileActivities>(reconcileActivityOptions)
+  const { runAttempt } = proxyActivities<RunActivities>(attemptActivityOptions(plan))
+  const planned = plan.task_ids.length * plan.attempts
+  let rerun = 0
+  for (let round = 1; ; round++) {
+    let report
+    try {
+      report = await checkCompleteness({ run_id: plan.run_id, task_ids: plan.task_ids, attempts: plan.attempts })
+    } catch (error) {
+      if (isCancellation(error)) throw error
+      return { planned, stored: 0, missing_count: planned, missing: [], doubled: 0, harness_errors: 0, rerun, unchecked: rootMessage(error) }
+    }
+    if (report.missing_count === 0 || round > RECONCILE_ROUNDS) return { ...report, rerun }
+    const queue = [...report.missing]
+    const lane = async (): Promise<void> => {
+      for (let ref = queue.shift(); ref !== undefined; ref = queue.shift()) {
+        try {
+          await runAttempt({ ...attemptInputOf(plan, ref.task_id, ref.attempt), republish: round })
+        } catch (error) {
+          if (isCancellation(error)) throw error
+          if (error instanceof Error && isNonRetryable(error)) throw error
+          // still missing: the next check counts it
+        }
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(plan.max_in_flight, queue.length) }, lane))
+    rerun += report.missing.length
+  }
+}
+
+function rootMessage(error: unknown): string {
+  let current = error
+  while (current instanceof Error && current.cause instanceof Error) current = current.cause
+  return current instanceof Error ? current.message : String(current)
+}
