@@ -450,11 +450,11 @@ describe.skipIf(missing.length > 0)('helm/forge', () => {
 describe('helm/nats: what an external NATS must configure', () => {
   const files = { chartValues: join(root, 'helm', 'nats', 'forge-auth-values.yaml'), natsConf: join(root, 'helm', 'nats', 'forge-authorization.conf') }
 
-  it('grants each role exactly what rolePermissions() gives, as NATS chart values and as nats.conf (regenerate with externalNatsConfig())', () => {
+  it('grants each role exactly what rolePermissions() gives, as NATS chart values and as nats.conf (after a change there: vitest run test/deploy/helm.test.ts -u)', async () => {
     const expected = externalNatsConfig()
-    expect(readFileSync(files.chartValues, 'utf8')).toBe(expected.chartValues)
-    expect(readFileSync(files.natsConf, 'utf8')).toBe(expected.natsConf)
-    // and README shows both whole (test/integration/docs-examples.test.ts checks `file:` blocks too)
+    await expect(expected.chartValues).toMatchFileSnapshot(files.chartValues)
+    await expect(expected.natsConf).toMatchFileSnapshot(files.natsConf)
+    // and README shows both whole (test/integration/docs-examples.test.ts checks `file:` blocks too): paste them in after -u
     const readme = readFileSync(join(root, 'README.md'), 'utf8')
     expect(readme).toContain(`<!-- file: helm/nats/forge-auth-values.yaml -->\n\`\`\`yaml\n${expected.chartValues}\`\`\`\n`)
     expect(readme).toContain(`<!-- file: helm/nats/forge-authorization.conf -->\n\`\`\`text\n${expected.natsConf}\`\`\`\n`)

@@ -63,7 +63,7 @@ export function externalNatsConfig(secretName = 'forge-bus'): { chartValues: str
   })
   const header = (what: string) =>
     `# ${what}.\n# Generated from rolePermissions() (store/bus-auth.ts) by externalNatsConfig() (test/helpers/helm-tools.ts);\n` +
-    `# test/deploy/helm.test.ts fails when it drifts. README "The bus: per-role NATS users and the results key".\n`
+    `# test/deploy/helm.test.ts fails when it drifts (-u rewrites it). README "The bus: per-role NATS users and the results key".\n`
   const chartValues =
     header(`Forge's users for the official NATS chart (nats/nats), read from the Secret ${secretName}`) +
     stringify({ container: { env }, config: { merge: { authorization: { users } } } }, { lineWidth: 0, flowCollectionPadding: false })
