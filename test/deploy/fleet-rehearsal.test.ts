@@ -31,7 +31,7 @@ if (helm.why) console.warn(`fleet-rehearsal.test: skipping: ${helm.why}`)
 interface EnvVar {
   name: string
   value?: string
-  valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: unknown }
+  valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } }
 }
 interface Container {
   args: string[]
@@ -62,13 +62,17 @@ let clickhouse: ChdbHttpServer
 let reader: StoreReader
 const procs: Proc[] = []
 const healthPorts = new Map<Proc, number>()
+/** the Secrets the chart rendered (its bus Secret), by name: what a secretKeyRef reads */
+const renderedSecrets = new Map<string, Record<string, string>>()
 
-/** A container's environment as the kubelet gives it: values, $(VAR) expanded from earlier entries, the pod's name. */
+/** A container's environment as the kubelet gives it: values, $(VAR) expanded from earlier entries, the pod's name, keys of the rendered Secrets. */
 function containerEnv(c: Container, pod: string, privateDir: string, healthPort: number): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: privateDir, TMPDIR: privateDir }
   for (const e of c.env) {
     if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[e.name] = pod
-    else if (e.valueFrom) throw new Error(`${pod}: ${e.name} comes from ${JSON.stringify(e.valueFrom)}: the rehearsal's values use no Secrets`)
+    else if (e.valueFrom?.secretKeyRef && renderedSecrets.get(e.valueFrom.secretKeyRef.name)?.[e.valueFrom.secretKeyRef.key] !== undefined) {
+      env[e.name] = Buffer.from(renderedSecrets.get(e.valueFrom.secretKeyRef.name)![e.valueFrom.secretKeyRef.key]!, 'base64').toString('utf8')
+    } else if (e.valueFrom) throw new Error(`${pod}: ${e.name} comes from ${JSON.stringify(e.valueFrom)}: the rehearsal's values use no Secrets but the chart's own`)
     else env[e.name] = (e.value ?? '').replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (_, name: string) => env[name] ?? `$(${name})`)
   }
   // private to a pod: its /tmp and its port space
@@ -132,6 +136,10 @@ describe.skipIf(helm.why !== undefined)('fleet rehearsal', () => {
     expect(rendered.status, rendered.stderr).toBe(0)
     const objects = parseAllDocuments(rendered.stdout).map((d) => d.toJSON() as Rendered).filter(Boolean)
     const byName = (kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name)!
+    // every pod's NATS user and results key come from the generated bus Secret (the rehearsal's NATS has no users, so any user joins;
+    // test/security/bus.test.ts runs a fleet process against one that has them); the shared key signs and checks every result
+    for (const o of objects.filter((x) => x.kind === 'Secret')) renderedSecrets.set(o.metadata.name, o.data!)
+    expect([...renderedSecrets.keys()]).toEqual(['forge-bus'])
     const sweepsDir = join(dir, 'sweeps')
     mkdirSync(sweepsDir)
     for (const [file, text] of Object.entries(byName('ConfigMap', 'forge-sweeps').data!)) writeFileSync(join(sweepsDir, file), text)

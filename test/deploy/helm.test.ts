@@ -6,16 +6,21 @@
  * helm and kubernetes-validate are installed here when missing (as deploy/setup.sh does); the tests
  * skip, saying why, only when that is impossible.
  */
-import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { connect } from '@nats-io/transport-node'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseAllDocuments } from 'yaml'
+import { parse, parseAllDocuments } from 'yaml'
 import { afterAll, describe, expect, it } from 'vitest'
 import { SweepSpec } from '../../core/contracts/sweep.js'
 import { sweepCells } from '../../core/sweep.js'
+import { findBinary } from '../../stack/binaries.js'
 import { packageRoot } from '../../stack/paths.js'
-import { findHelm, findValidator } from '../helpers/helm-tools.js'
+import { BUS_ROLES, type BusRole } from '../../store/bus-auth.js'
+import { externalNatsConfig, findHelm, findValidator, natsVariable } from '../helpers/helm-tools.js'
 
 const root = packageRoot()
 const chart = join(root, 'helm', 'forge')
@@ -46,6 +51,7 @@ type Container = {
   startupProbe?: { httpGet: { path: string; port: string } }
   volumeMounts?: { name: string; mountPath: string }[]
 }
+type EnvVar = NonNullable<Container['env']>[number]
 type PodSpec = {
   containers: Container[]
   securityContext: Record<string, unknown>
@@ -78,6 +84,22 @@ const podOf = (o: K8sObject): PodSpec => {
 }
 const envOf = (c: Container): Record<string, string> => Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? `<${e.valueFrom?.secretKeyRef ? `secret ${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}` : `field ${e.valueFrom?.fieldRef?.fieldPath}`}>`]))
 
+/** The keys of the bus Secret (values.yaml `bus`), and the bus variables each Forge container gets from it. */
+const BUS_SECRET_KEYS = ['cli-password', 'cli-user', 'ingester-password', 'ingester-user', 'results-key', 'worker-password', 'worker-user']
+const BUS_ENV = ['FORGE_NATS_USER', 'FORGE_NATS_PASSWORD', 'FORGE_RESULTS_KEY']
+/** The bus Secret a values file names (`bus.existingSecret`), else the one the chart generates. */
+const busSecretOf = (valuesFile?: string): string =>
+  (valuesFile ? (parse(readFileSync(valuesFile, 'utf8')) as { bus?: { existingSecret?: string } }).bus?.existingSecret : undefined) || 'forge-bus'
+/** The role a workload connects to the bus as: attempt and judge pods are workers; sweep and schedule jobs the CLI. */
+const busRoleOf = (o: K8sObject): BusRole => (o.kind === 'Job' || o.kind === 'CronJob' ? 'cli' : o.metadata.name === 'forge-ingester' ? 'ingester' : 'worker')
+const workloadsOf = (objects: K8sObject[]) => objects.filter((o) => ['Deployment', 'Job', 'CronJob'].includes(o.kind))
+const busEnvOf = (c: Container): EnvVar[] => (c.env ?? []).filter((e) => BUS_ENV.includes(e.name))
+const fromSecret = (secret: string, role: BusRole): EnvVar[] => [
+  { name: 'FORGE_NATS_USER', valueFrom: { secretKeyRef: { name: secret, key: `${role}-user` } } },
+  { name: 'FORGE_NATS_PASSWORD', valueFrom: { secretKeyRef: { name: secret, key: `${role}-password` } } },
+  { name: 'FORGE_RESULTS_KEY', valueFrom: { secretKeyRef: { name: secret, key: 'results-key' } } },
+]
+
 const examplesDir = join(chart, 'examples')
 const valuesFiles: [string, string | undefined][] = [
   ['default values', undefined],
@@ -106,8 +128,8 @@ describe.skipIf(missing.length > 0)('helm/forge', () => {
     const crds = run('python3', [join(root, 'test', 'deploy', 'validate-crds.py'), file])
     expect(crds.status, crds.stdout + crds.stderr).toBe(0)
     expect(crds.stdout.match(/^OK /gm)?.length ?? 0).toBe(objects.length - builtin.length)
-    // no Secret is ever rendered: keys and passwords are only referenced
-    expect(objects.filter((o) => o.kind === 'Secret')).toEqual([])
+    // the only Secret ever rendered is the generated bus Secret: every other key and password is only referenced
+    expect(objects.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name)).toEqual(busSecretOf(valuesFile) === 'forge-bus' ? ['forge-bus'] : [])
   })
 
   it('default values: workers autoscale from 0 on the task-queue backlog, drain for the longest attempt, probe the health endpoint, run locked down', () => {
@@ -123,6 +145,7 @@ describe.skipIf(missing.length > 0)('helm/forge', () => {
       'PodDisruptionBudget/forge-judge',
       'PodDisruptionBudget/forge-worker',
       'ScaledObject/forge-worker',
+      'Secret/forge-bus',
       'Service/forge-metrics',
       'ServiceAccount/forge',
     ])
@@ -193,15 +216,15 @@ describe.skipIf(missing.length > 0)('helm/forge', () => {
     const env = envOf(worker.containers[0]!)
     expect(env).toMatchObject({
       OPENAI_API_KEY: '<secret forge-model-keys/openai-api-key>',
-      FORGE_NATS_USER: '<secret forge-nats/user>',
-      FORGE_NATS_PASSWORD: '<secret forge-nats/password>',
-      FORGE_NATS_URL: 'nats://$(FORGE_NATS_USER):$(FORGE_NATS_PASSWORD)@nats.nats.svc.cluster.local:4222',
+      FORGE_NATS_USER: '<secret forge-bus-credentials/worker-user>',
+      FORGE_NATS_PASSWORD: '<secret forge-bus-credentials/worker-password>',
+      FORGE_RESULTS_KEY: '<secret forge-bus-credentials/results-key>',
+      FORGE_NATS_URL: 'nats://nats.nats.svc.cluster.local:4222',
       FORGE_CLICKHOUSE_URL: 'http://$(FORGE_CLICKHOUSE_USER):$(FORGE_CLICKHOUSE_PASSWORD)@clickhouse.clickhouse.svc.cluster.local:8123/forge',
       FORGE_SHUTDOWN_GRACE_MS: '540000',
     })
     // Kubernetes expands $(VAR) only from variables defined earlier in the list
     const names = worker.containers[0]!.env!.map((e) => e.name)
-    expect(names.indexOf('FORGE_NATS_PASSWORD')).toBeLessThan(names.indexOf('FORGE_NATS_URL'))
     expect(names.indexOf('FORGE_CLICKHOUSE_PASSWORD')).toBeLessThan(names.indexOf('FORGE_CLICKHOUSE_URL'))
     // the ingester never sees a model key
     expect(envOf(podOf(find(objects, 'Deployment', 'forge-ingester')).containers[0]!)).not.toHaveProperty('OPENAI_API_KEY')
@@ -233,9 +256,18 @@ describe.skipIf(missing.length > 0)('helm/forge', () => {
       NODE_EXTRA_CA_CERTS: '/etc/forge/trusted-ca/ca.crt',
       OPENAI_BASE_URL: 'https://llm-gateway.example.com/v1',
     })
-    expect(env['FORGE_NATS_URL']).toBe(
-      ['nats-0', 'nats-1', 'nats-2'].map((n) => `tls://$(FORGE_NATS_USER):$(FORGE_NATS_PASSWORD)@${n}.nats.nats.svc.cluster.local:4222`).join(','),
-    )
+    expect(env['FORGE_NATS_URL']).toBe(['nats-0', 'nats-1', 'nats-2'].map((n) => `tls://${n}.nats.nats.svc.cluster.local:4222`).join(','))
+    // mutual TLS to NATS: the client certificate's Secret mounted read-only, its files named to Forge
+    for (const o of objects.filter((x) => ['Deployment', 'Job', 'CronJob'].includes(x.kind))) {
+      const pod = podOf(o)
+      expect(envOf(pod.containers[0]!), o.metadata.name).toMatchObject({
+        FORGE_NATS_TLS_CA: '/etc/forge/nats-tls/ca.crt',
+        FORGE_NATS_TLS_CERT: '/etc/forge/nats-tls/tls.crt',
+        FORGE_NATS_TLS_KEY: '/etc/forge/nats-tls/tls.key',
+      })
+      expect(pod.containers[0]!.volumeMounts).toContainEqual({ name: 'nats-tls', mountPath: '/etc/forge/nats-tls', readOnly: true })
+      expect(pod.volumes).toContainEqual({ name: 'nats-tls', secret: { secretName: 'forge-nats-client-tls', defaultMode: 0o440 } })
+    }
     const scaler = find(objects, 'ScaledObject', 'forge-worker').spec as { triggers: { metadata: Record<string, string>; authenticationRef: { name: string } }[] }
     expect(scaler.triggers[0]!.authenticationRef).toEqual({ name: 'forge-temporal' })
     expect(scaler.triggers[0]!.metadata['enableTLS']).toBe('true')
@@ -284,6 +316,80 @@ describe.skipIf(missing.length > 0)('helm/forge', () => {
     expect(envOf(podOf(find(objects, 'Deployment', 'forge-worker')).containers[0]!)).toMatchObject({ FORGE_TEMPORAL_ADDRESS: 'temporal-frontend:7233', FORGE_NATS_URL: 'nats://nats:4222' })
   })
 
+  it.each(valuesFiles)("%s: every Forge container gets its role's NATS user and password and the results key through secretKeyRef; no manifest holds one in plain text", (_name, valuesFile) => {
+    const { objects, file } = render(valuesFile)
+    const secret = busSecretOf(valuesFile)
+    const roles = new Set<string>()
+    for (const o of workloadsOf(objects)) {
+      for (const c of podOf(o).containers) {
+        expect(busEnvOf(c), `${o.kind}/${o.metadata.name}`).toEqual(fromSecret(secret, busRoleOf(o)))
+        roles.add(busRoleOf(o))
+      }
+    }
+    expect([...roles]).toEqual(expect.arrayContaining(['worker', 'ingester']))
+    const secrets = objects.filter((o) => o.kind === 'Secret')
+    if (secret !== 'forge-bus') {
+      expect(secrets).toEqual([])
+      return
+    }
+    // generated: one user and password per role and a 64-hex-digit results key, base64 in `data` only
+    expect(secrets.map((o) => o.metadata)).toEqual([expect.objectContaining({ name: 'forge-bus', annotations: { 'helm.sh/resource-policy': 'keep' } })])
+    const data = secrets[0]!.data!
+    expect(Object.keys(data).sort()).toEqual(BUS_SECRET_KEYS)
+    const plain = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]))
+    expect(plain).toMatchObject({ 'worker-user': 'forge-worker', 'ingester-user': 'forge-ingester', 'cli-user': 'forge-cli', 'results-key': expect.stringMatching(/^[0-9a-f]{64}$/) })
+    const secretValues = [...BUS_ROLES.map((role) => plain[`${role}-password`]!), plain['results-key']!]
+    for (const password of secretValues.slice(0, 3)) expect(password).toMatch(/^[A-Za-z0-9]{32}$/)
+    expect(new Set(secretValues).size).toBe(4)
+    const manifest = readFileSync(file, 'utf8')
+    for (const value of secretValues) {
+      expect(manifest.split(value).length - 1, 'a password or the key in plain text').toBe(0)
+      expect(manifest.split(Buffer.from(value).toString('base64')).length - 1, 'base64 only in the Secret').toBe(1)
+    }
+  })
+
+  it('bus.existingSecret names the Secret every role reads (and none is rendered); bus.tls mounts the CA and, for mutual TLS, the client certificate', () => {
+    const values = join(work, 'existing-bus.yaml')
+    writeFileSync(
+      values,
+      [
+        'bus:',
+        '  existingSecret: team-bus',
+        '  tls: { existingSecret: nats-ca, certKey: "", keyKey: "" }',
+        'sweeps:',
+        '  files:',
+        '    nightly: { name: nightly, suites: [smoke], adapters: [react], models: [m], seeds: ["1"], attempts: 1 }',
+        '  schedules: [{ name: nightly, cron: "0 2 * * *", sweep: nightly }]',
+        '  cronJobs: [{ name: weekly, cron: "0 3 * * 0", sweep: nightly }]',
+        '',
+      ].join('\n'),
+    )
+    const { objects, status, stderr } = render(values)
+    expect(status, stderr).toBe(0)
+    expect(objects.filter((o) => o.kind === 'Secret')).toEqual([])
+    const seen = Object.fromEntries(
+      workloadsOf(objects).map((o) => {
+        const [c] = podOf(o).containers
+        expect(busEnvOf(c!), o.metadata.name).toEqual(fromSecret('team-bus', busRoleOf(o)))
+        const tls = Object.fromEntries(Object.entries(envOf(c!)).filter(([k]) => k.startsWith('FORGE_NATS_TLS_')))
+        expect(tls, o.metadata.name).toEqual({ FORGE_NATS_TLS_CA: '/etc/forge/nats-tls/ca.crt' })
+        expect(podOf(o).volumes).toContainEqual({ name: 'nats-tls', secret: { secretName: 'nats-ca', defaultMode: 0o440 } })
+        return [`${o.kind}/${o.metadata.name}`, busRoleOf(o)]
+      }),
+    )
+    expect(seen).toEqual({
+      'Deployment/forge-worker': 'worker',
+      'Deployment/forge-judge': 'worker',
+      'Deployment/forge-ingester': 'ingester',
+      'Job/forge-schedule-nightly': 'cli',
+      'CronJob/forge-sweep-weekly': 'cli',
+    })
+    // a certificate without its key (or the reverse) is refused, naming both
+    const half = render(undefined, ['--set', 'bus.tls.existingSecret=nats-client', '--set', 'bus.tls.keyKey='])
+    expect(half.status).not.toBe(0)
+    expect(half.stderr).toContain('bus.tls: certKey and keyKey go together')
+  })
+
   it('rejects bad values with the key named, and the validator catches a misspelled container field', () => {
     const typo = run(helm.path!, ['lint', '--strict', chart, '--set', 'worker.concurency=5'])
     expect(typo.status).not.toBe(0)
@@ -293,6 +399,13 @@ describe.skipIf(missing.length > 0)('helm/forge', () => {
     const inline = run(helm.path!, ['lint', '--strict', chart, '-f', inlineKey])
     expect(inline.status).not.toBe(0)
     expect(inline.stdout + inline.stderr).toMatch(/secretEnv\/0.*(missing propert|additional properties 'value')/s)
+    // the single shared NATS user is gone: every role has its own from the bus Secret
+    const shared = run(helm.path!, ['lint', '--strict', chart, '--set', 'nats.credentials.existingSecret=forge-nats'])
+    expect(shared.status).not.toBe(0)
+    expect(shared.stdout + shared.stderr).toContain("additional properties 'credentials' not allowed")
+    const badSecret = run(helm.path!, ['lint', '--strict', chart, '--set', 'bus.existingSecret=Forge_Bus'])
+    expect(badSecret.status).not.toBe(0)
+    expect(badSecret.stdout + badSecret.stderr).toMatch(/bus.existingSecret|existingSecret.*does not match pattern/s)
     const unknownSweep = render(undefined, ['--set', 'sweeps.schedules[0].name=nightly', '--set', 'sweeps.schedules[0].cron=0 2 * * *', '--set', 'sweeps.schedules[0].sweep=nope'])
     expect(unknownSweep.status).not.toBe(0)
     expect(unknownSweep.stderr).toContain('sweeps.schedules nightly: sweep "nope" is not in sweeps.files')
@@ -331,5 +444,64 @@ describe.skipIf(missing.length > 0)('helm/forge', () => {
       }
     }
     expect(checked).toBeGreaterThanOrEqual(15)
+  })
+})
+
+describe('helm/nats: what an external NATS must configure', () => {
+  const files = { chartValues: join(root, 'helm', 'nats', 'forge-auth-values.yaml'), natsConf: join(root, 'helm', 'nats', 'forge-authorization.conf') }
+
+  it('grants each role exactly what rolePermissions() gives, as NATS chart values and as nats.conf (after a change there: vitest run test/deploy/helm.test.ts -u)', async () => {
+    const expected = externalNatsConfig()
+    await expect(expected.chartValues).toMatchFileSnapshot(files.chartValues)
+    await expect(expected.natsConf).toMatchFileSnapshot(files.natsConf)
+    // and README shows both whole (test/integration/docs-examples.test.ts checks `file:` blocks too): paste them in after -u
+    const readme = readFileSync(join(root, 'README.md'), 'utf8')
+    expect(readme).toContain(`<!-- file: helm/nats/forge-auth-values.yaml -->\n\`\`\`yaml\n${expected.chartValues}\`\`\`\n`)
+    expect(readme).toContain(`<!-- file: helm/nats/forge-authorization.conf -->\n\`\`\`text\n${expected.natsConf}\`\`\`\n`)
+  })
+
+  it('forge-authorization.conf: a real nats-server takes it; each role joins with the user and password from its environment, a wrong password is refused, a worker cannot answer store queries', async () => {
+    const dir = mkdtempSync(join(work, 'nats-'))
+    copyFileSync(files.natsConf, join(dir, 'forge-authorization.conf'))
+    const port = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port: free } = server.address() as { port: number }
+        server.close(() => resolve(free))
+      })
+    })
+    writeFileSync(join(dir, 'nats.conf'), `listen: 127.0.0.1:${port}\njetstream { store_dir: "${join(dir, 'js')}" }\ninclude forge-authorization.conf\n`)
+    const passwords = Object.fromEntries(BUS_ROLES.map((role) => [role, `${role}-secret-1`])) as Record<BusRole, string>
+    const env = { ...process.env, ...Object.fromEntries(BUS_ROLES.flatMap((role) => [[natsVariable(role, 'user'), `forge-${role}`], [natsVariable(role, 'password'), passwords[role]]])) }
+    const server = spawn(findBinary('nats-server'), ['-c', join(dir, 'nats.conf')], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+    let log = ''
+    server.stderr.on('data', (d: Buffer) => (log += d.toString()))
+    const url = `nats://127.0.0.1:${port}`
+    try {
+      const joins = async (user: string, pass: string) => {
+        const nc = await connect({ servers: url, user, pass })
+        await nc.close()
+        return true
+      }
+      let up = false
+      for (let i = 0; i < 100 && !up && server.exitCode === null; i++) up = await joins('forge-worker', passwords.worker).catch(async () => (await sleep(100), false))
+      expect(up, log).toBe(true)
+      for (const role of BUS_ROLES) expect(await joins(`forge-${role}`, passwords[role])).toBe(true)
+      await expect(joins('forge-worker', passwords.ingester)).rejects.toThrow(/Authorization Violation/)
+      const worker = await connect({ servers: url, user: 'forge-worker', pass: passwords.worker })
+      try {
+        expect(String(await worker.subscribe('forge.store.query').closed)).toMatch(/Permissions Violation for Subscription to "forge.store.query"/)
+      } finally {
+        await worker.close()
+      }
+    } finally {
+      server.kill('SIGTERM')
+    }
+  })
+
+  it("reads every user and password from a key the chart's bus Secret has", () => {
+    const values = parse(externalNatsConfig().chartValues) as { container: { env: Record<string, { valueFrom: { secretKeyRef: { name: string; key: string } } }> } }
+    const refs = Object.values(values.container.env).map((e) => e.valueFrom.secretKeyRef)
+    expect(refs.map((r) => r.name)).toEqual(Array(6).fill('forge-bus'))
+    expect(refs.map((r) => r.key).sort()).toEqual(BUS_SECRET_KEYS.filter((k) => k !== 'results-key'))
   })
 })

@@ -104,23 +104,8 @@ app.kubernetes.io/component: {{ .component }}
       name: {{ .Values.temporal.apiKey.existingSecret }}
       key: {{ .Values.temporal.apiKey.key }}
 {{- end }}
-{{- if .Values.nats.credentials.existingSecret }}
-- name: FORGE_NATS_USER
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.nats.credentials.existingSecret }}
-      key: {{ .Values.nats.credentials.userKey }}
-- name: FORGE_NATS_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.nats.credentials.existingSecret }}
-      key: {{ .Values.nats.credentials.passwordKey }}
-- name: FORGE_NATS_URL
-  value: {{ include "forge.urlWithCredentials" (dict "url" .Values.nats.url "user" "FORGE_NATS_USER" "password" "FORGE_NATS_PASSWORD") | quote }}
-{{- else }}
 - name: FORGE_NATS_URL
   value: {{ .Values.nats.url | quote }}
-{{- end }}
 {{- if .Values.clickhouse.credentials.existingSecret }}
 - name: FORGE_CLICKHOUSE_USER
   valueFrom:
@@ -153,6 +138,49 @@ app.kubernetes.io/component: {{ .component }}
   value: /tmp/forge
 {{- end -}}
 
+{{/* the Secret with the bus's per-role users and the results key (templates/bus-secret.yaml) */}}
+{{- define "forge.busSecretName" -}}
+{{- .Values.bus.existingSecret | default (printf "%s-bus" (include "forge.fullname" .)) -}}
+{{- end -}}
+
+{{/* one role's NATS user and password and the results key, from the bus Secret; TLS file paths: (dict "ctx" $ "role" "worker") */}}
+{{- define "forge.busEnv" -}}
+{{- $secret := include "forge.busSecretName" .ctx -}}
+{{- if not (has .role (list "worker" "ingester" "cli")) -}}
+{{- fail (printf "forge.busEnv: unknown bus role %q" .role) -}}
+{{- end -}}
+- name: FORGE_NATS_USER
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ .role }}-user
+- name: FORGE_NATS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ .role }}-password
+- name: FORGE_RESULTS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: results-key
+{{- with .ctx.Values.bus.tls }}
+{{- if .existingSecret }}
+{{- if ne (empty .certKey) (empty .keyKey) }}
+{{- fail "bus.tls: certKey and keyKey go together (both set for mutual TLS, both \"\" for none)" }}
+{{- end }}
+- name: FORGE_NATS_TLS_CA
+  value: /etc/forge/nats-tls/{{ .caKey }}
+{{- if .certKey }}
+- name: FORGE_NATS_TLS_CERT
+  value: /etc/forge/nats-tls/{{ .certKey }}
+- name: FORGE_NATS_TLS_KEY
+  value: /etc/forge/nats-tls/{{ .keyKey }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* model endpoint and keys: worker, judge and sweep jobs only */}}
 {{- define "forge.modelEnv" -}}
 {{- if .Values.models.baseUrl }}
@@ -183,6 +211,13 @@ app.kubernetes.io/component: {{ .component }}
     secretName: {{ .Values.temporal.tls.existingSecret }}
     defaultMode: 0440
 {{- end }}
+{{- if .Values.bus.tls.existingSecret }}
+- name: nats-tls
+  secret:
+    secretName: {{ .Values.bus.tls.existingSecret }}
+    # 0440, written in decimal so no YAML reader takes it for 440
+    defaultMode: 288
+{{- end }}
 {{- if .Values.trustedCaSecret }}
 - name: trusted-ca
   secret:
@@ -211,6 +246,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- if and .Values.temporal.tls.enabled .Values.temporal.tls.existingSecret }}
 - name: temporal-tls
   mountPath: /etc/forge/temporal-tls
+  readOnly: true
+{{- end }}
+{{- if .Values.bus.tls.existingSecret }}
+- name: nats-tls
+  mountPath: /etc/forge/nats-tls
   readOnly: true
 {{- end }}
 {{- if .Values.trustedCaSecret }}
