@@ -79,8 +79,24 @@ export async function publishResult(js: JetStreamClient, subject: string, value:
   return { duplicate: ack.duplicate }
 }
 
-/** Creates (or updates) the results stream and the ingester's durable pull consumer. Idempotent. */
-export async function ensureResultsStream(nc: NatsConnection, opts: { replicas?: number } = {}): Promise<void> {
+/**
+ * Creates (or updates) the results stream and the ingester's durable pull consumer. Idempotent.
+ * A cluster that just started may not have elected its JetStream leader yet, and ingesters started
+ * together race to create the stream: the whole step is retried (it is idempotent) for `waitMs`.
+ */
+export async function ensureResultsStream(nc: NatsConnection, opts: { replicas?: number; waitMs?: number } = {}): Promise<void> {
+  const deadline = Date.now() + (opts.waitMs ?? 60_000)
+  for (let delay = 250; ; delay = Math.min(delay * 2, 4_000)) {
+    try {
+      return await ensureResultsStreamOnce(nc, opts)
+    } catch (error) {
+      if (Date.now() + delay > deadline) throw new BusError(`setting up the results stream failed: ${(error as Error).message}`, { cause: error })
+      await new Promise((resolve) => setTimeout(resolve, delay))
+    }
+  }
+}
+
+async function ensureResultsStreamOnce(nc: NatsConnection, opts: { replicas?: number }): Promise<void> {
   const jsm = await jetstreamManager(nc)
   const config = {
     name: RESULTS_STREAM,

@@ -170,7 +170,7 @@ describe('forge run --model local', () => {
   it('forge stack down stops the model server with the rest', async () => {
     const entry = readStackState(stack.home).model
     expect(isAlive(entry)).toBe(true)
-    expect(await stackDown(stack.config)).toEqual(['ingester', 'model', 'nats', 'temporal'])
+    expect(await stackDown(stack.config)).toEqual(['supervisor', 'ingester', 'model', 'nats', 'temporal'])
     expect(isAlive(entry)).toBe(false)
   })
 })
