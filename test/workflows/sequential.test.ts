@@ -16,6 +16,7 @@ import { attemptUidOf } from '../../core/identity.js'
 import { wilsonWidth } from '../../core/stats.js'
 import { findBinary } from '../../stack/binaries.js'
 import { runEachAttempt } from './batch-stub.js'
+import { historiesDir, readHistory, writeHistoryOnce } from './histories.js'
 import type { AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
 import type { RunWorkflow } from '../../workflows/run.js'
 import type { SequentialRunResult } from '../../workflows/sequential.js'
@@ -146,5 +147,30 @@ describe('RunWorkflow with sequential stopping', () => {
     const { settled } = await run(s.activities, p)
     expect('error' in settled && settled.error).toBeInstanceOf(WorkflowFailedError)
     expect(s.statuses.map((x) => x.status)).toEqual(['running', 'failed'])
+  })
+})
+
+describe('replay of committed sequential histories', () => {
+  /** recorded before sequential runs had the completeness check: they must replay without it */
+  const before = 'forge-replay-seq-v1'
+  const files = (workflowId: string) => ({
+    run: new URL(`${workflowId}.json`, historiesDir),
+    'task-0': new URL(`${workflowId}-task-0.json`, historiesDir),
+    'task-1': new URL(`${workflowId}-task-1.json`, historiesDir),
+  })
+
+  it('replays the sequential run recorded before the completeness check (RunWorkflow and both task children)', async () => {
+    // always: width(2, 2) = 0.66 ≤ 0.7 → stops after 2; coin: 1/2 is too wide → runs to the cap of 4
+    const p = plan({ run_id: 'run-replay-seq', task_ids: ['always', 'coin'], attempts: 4, sequential: { width: 0.7, round_size: 2, min_attempts: 2 } })
+    const s = stub((i) => (i.task_id === 'always' || i.attempt % 2 === 0 ? 'pass' : 'fail'))
+    const { handle } = await run(s.activities, p, before)
+    const f = files(before)
+    writeHistoryOnce(f.run, await handle.fetchHistory())
+    for (const child of ['task-0', 'task-1'] as const) writeHistoryOnce(f[child], await env.client.workflow.getHandle(`${before}/${child}`).fetchHistory())
+    for (const [key, file] of Object.entries(f)) {
+      const history = readHistory(file)
+      expect(history.events?.length).toBeGreaterThan(5)
+      await Worker.runReplayHistory({ workflowBundle: bundle }, history, key === 'run' ? before : `${before}/${key}`)
+    }
   })
 })
