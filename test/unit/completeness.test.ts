@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { describeCompleteness, describeHarnessErrors, finalRunStatus, missingAttempts, partialRunNotice } from '../../core/completeness.js'
+import { describeCompleteness, describeHarnessErrors, finalRunStatus, missingAttempts, partialRunNotice, plannedFor, plannedTotal } from '../../core/completeness.js'
 
 describe('missingAttempts', () => {
   it('lists what the store lacks in plan order, counts it exactly, and caps the list', () => {
@@ -25,6 +25,18 @@ describe('missingAttempts', () => {
         { task_id: 'b', attempt: 0 },
       ],
     })
+  })
+
+  it('checks a sequential run against what its tasks scheduled: a task that stopped early plans only attempts 0 … n − 1', () => {
+    const plan = { task_ids: ['stopped', 'capped'], attempts: 5, attempts_by_task: { stopped: 2 } }
+    expect([plannedFor(plan, 'stopped'), plannedFor(plan, 'capped'), plannedTotal(plan)]).toEqual([2, 5, 7])
+    // attempts 2 … 4 of `stopped` were never scheduled: not missing, even though the store lacks them
+    const stored = new Map([
+      ['stopped', new Set([0])],
+      ['capped', new Set([0, 1, 2, 3, 4])],
+    ])
+    expect(missingAttempts(plan, stored)).toEqual({ count: 1, stored: 6, missing: [{ task_id: 'stopped', attempt: 1 }] })
+    expect(missingAttempts({ ...plan, attempts_by_task: {} }, stored).count).toBe(4)
   })
 })
 
