@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { exitCodeOf } from '../../core/errors.js'
+import { runOutcomeError } from '../../app/run.js'
 import { describeCompleteness, describeHarnessErrors, finalRunStatus, missingAttempts, partialRunNotice, plannedFor, plannedTotal } from '../../core/completeness.js'
 
 describe('missingAttempts', () => {
@@ -95,7 +97,19 @@ describe('partialRunNotice', () => {
     expect(partialRunNotice({ ...run, planned_attempts: 0, final_stored: 0 }, 94)).toBe('PARTIAL: stored 94/200 attempts')
     expect(partialRunNotice({ ...run, stop_width: 0.2 }, 94)).toBeUndefined()
   })
+  it('names what is missing from an incomplete sequential run, out of what it scheduled (planned_attempts), not tasks × attempts', () => {
+    const sequential = { ...run, stop_width: 0.3, status: 'incomplete', planned_attempts: 40, final_stored: 39, missing_count: 1, missing_sample: ['always#9'] }
+    expect(partialRunNotice(sequential, 39)).toBe('INCOMPLETE: stored 39/40; missing: always#9')
+  })
   it('says so when attempts exist without their run record', () => {
     expect(partialRunNotice(undefined, 12)).toBe("PARTIAL: the run's record is not stored; statistics over the 12 attempts found")
+  })
+})
+
+describe('the end of a sequential run that could not be completed', () => {
+  it('is a RunIncompleteError (exit 1) naming the scheduled attempt still missing, stored out of scheduled', () => {
+    const completeness = { planned: 40, stored: 39, missing_count: 1, missing: [{ task_id: 'always', attempt: 9 }], doubled: 0, harness_errors: 0, rerun: 3 }
+    const error = runOutcomeError({ run_id: 'seq-r', status: 'incomplete', completeness })
+    expect({ message: error?.message, exit: exitCodeOf(error) }).toEqual({ message: 'run seq-r is incomplete: stored 39/40; missing: always#9', exit: 1 })
   })
 })
