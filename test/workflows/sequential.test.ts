@@ -216,6 +216,19 @@ describe('the completeness check of a sequential run', () => {
     ])
   })
 
+  it('a continued execution checks the early stops carried in (scheduled_attempts) too: only their scheduled attempts are re-run', async () => {
+    const p = plan({ task_ids: ['early', 'always'] })
+    const s = stub(() => 'pass')
+    // the first execution ran `early` (stopped after 10) and continued as new; its results never reached this stub's store
+    const carried = { next_task: 1, stopped_tasks: ['early'], scheduled_attempts: { early: 10 }, started_at: 1_750_000_000_000, tally: { outcomes: { pass: 10 }, not_executed: 0 } }
+    const { settled } = await run(s.activities, p, `seq-${randomUUID()}`, carried)
+    expect(settled).toEqual({
+      value: { run_id: p.run_id, total: 20, tally: { outcomes: { pass: 20 }, not_executed: 0 }, status: 'completed', stopped_tasks: ['early', 'always'], completeness: complete(20, 10) },
+    })
+    expect(s.checks[0]).toEqual({ run_id: p.run_id, task_ids: ['early', 'always'], attempts: 30, attempts_by_task: { early: 10, always: 10 } })
+    expect(s.calls.filter((c) => c.republish !== undefined).map((c) => `${c.task}#${c.attempt}`).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `early#${i}`).sort())
+  })
+
   it('a run continued from an execution that predates the check (early stops carried without counts) ends without it', async () => {
     const p = plan({ task_ids: ['early', 'always'] })
     const s = stub(() => 'pass')
