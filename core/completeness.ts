@@ -40,9 +40,30 @@ export interface RunCompleteness extends CompletenessReport {
 
 export type FinalRunStatus = 'completed' | 'degraded' | 'incomplete'
 
-/** The attempts of `taskIds × attempts` whose index is not in `stored` (per task), in plan order. */
+/**
+ * What a run planned: `attempts` per task (attempt indices 0 … attempts − 1), except the tasks in
+ * `attempts_by_task`, which planned that many (a sequential run's tasks that stopped early: exactly
+ * the attempts its workflow scheduled, 0 … n − 1).
+ */
+export interface PlannedAttempts {
+  task_ids: readonly string[]
+  attempts: number
+  attempts_by_task?: Readonly<Record<string, number>>
+}
+
+/** The attempts planned for one task. */
+export function plannedFor(plan: PlannedAttempts, taskId: string): number {
+  return plan.attempts_by_task?.[taskId] ?? plan.attempts
+}
+
+/** The attempts planned for the whole run. */
+export function plannedTotal(plan: PlannedAttempts): number {
+  return plan.task_ids.reduce((sum, taskId) => sum + plannedFor(plan, taskId), 0)
+}
+
+/** The planned attempts whose index is not in `stored` (per task), in plan order. */
 export function missingAttempts(
-  plan: { task_ids: readonly string[]; attempts: number },
+  plan: PlannedAttempts,
   stored: ReadonlyMap<string, ReadonlySet<number>>,
   listed = MISSING_LISTED,
 ): { count: number; missing: AttemptRef[]; stored: number } {
@@ -51,7 +72,8 @@ export function missingAttempts(
   let storedCount = 0
   for (const taskId of plan.task_ids) {
     const have = stored.get(taskId)
-    for (let attempt = 0; attempt < plan.attempts; attempt++) {
+    const planned = plannedFor(plan, taskId)
+    for (let attempt = 0; attempt < planned; attempt++) {
       if (have?.has(attempt)) {
         storedCount++
         continue

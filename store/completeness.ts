@@ -3,7 +3,7 @@
  * attempts have both their attempt row and their stored trace, how many rows repeat an attempt_uid,
  * and how many attempts were harness errors. Reads with FINAL, like every read.
  */
-import { missingAttempts, type CompletenessReport } from '../core/completeness.js'
+import { missingAttempts, plannedFor, plannedTotal, type CompletenessReport } from '../core/completeness.js'
 import type { StoreReader } from './clickhouse.js'
 
 export interface CompletenessQuery {
@@ -11,6 +11,8 @@ export interface CompletenessQuery {
   task_ids: readonly string[]
   /** attempts per task: the plan's attempt indices are 0 … attempts − 1 */
   attempts: number
+  /** tasks that planned fewer (a sequential run's tasks that stopped early): task id → attempts scheduled */
+  attempts_by_task?: Readonly<Record<string, number>>
   /** missing attempts listed by name (the count is always exact) */
   listed?: number
 }
@@ -37,10 +39,11 @@ export async function checkStoredAgainstPlan(reader: StoreReader, query: Complet
   // only tasks short of their plan are listed attempt by attempt
   const short = query.task_ids.filter((taskId) => {
     const row = counts.get(taskId)
-    return row === undefined || Number(row.uids) < query.attempts || Number(row.traces) < query.attempts
+    const planned = plannedFor(query, taskId)
+    return planned > 0 && (row === undefined || Number(row.uids) < planned || Number(row.traces) < planned)
   })
   const stored = new Map<string, Set<number>>()
-  for (const taskId of query.task_ids) if (!short.includes(taskId)) stored.set(taskId, new Set(Array.from({ length: query.attempts }, (_, i) => i)))
+  for (const taskId of query.task_ids) if (!short.includes(taskId)) stored.set(taskId, new Set(Array.from({ length: plannedFor(query, taskId) }, (_, i) => i)))
   if (short.length > 0) {
     const rows = await reader.query<{ task_id: string; attempt: string | number }>(
       `SELECT a.task_id AS task_id, a.attempt AS attempt
@@ -55,11 +58,11 @@ export async function checkStoredAgainstPlan(reader: StoreReader, query: Complet
       have.add(Number(row.attempt))
     }
   }
-  const found = missingAttempts({ task_ids: query.task_ids, attempts: query.attempts }, stored, query.listed)
+  const found = missingAttempts(query, stored, query.listed)
   const planned = new Set(query.task_ids)
   const inPlan = perTask.filter((row) => planned.has(row.task_id))
   return {
-    planned: query.task_ids.length * query.attempts,
+    planned: plannedTotal(query),
     stored: found.stored,
     missing_count: found.count,
     missing: found.missing,

@@ -169,7 +169,8 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         isolation: isolationOf(plan.adapter, plan.adapter_config),
         redacted: plan.redact,
         guard_answers: plan.guard_answers,
-        planned_attempts: plan.task_ids.length * plan.attempts,
+        // the completeness check's plan: a sequential run's tasks that stopped early planned only what they scheduled
+        planned_attempts: completeness?.planned ?? plan.task_ids.length * plan.attempts,
         ...(completeness !== undefined
           ? {
               final_stored: completeness.stored,

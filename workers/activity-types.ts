@@ -53,6 +53,8 @@ export interface CompletenessInput {
   run_id: string
   task_ids: string[]
   attempts: number
+  /** sequential runs: tasks that stopped early → the attempts their workflow scheduled (0 … n − 1); absent: every task planned `attempts` */
+  attempts_by_task?: Record<string, number>
 }
 
 /** Activities of the completeness check: once the ingester caught up, the store against the plan. */

@@ -4,7 +4,7 @@
  * one row each), up to RECONCILE_ROUNDS times. What is still missing then makes the run `incomplete`.
  */
 import { isCancellation, proxyActivities } from '@temporalio/workflow'
-import type { RunCompleteness } from '../core/completeness.js'
+import { plannedTotal, type RunCompleteness } from '../core/completeness.js'
 import type { RunPlan } from '../core/contracts/index.js'
 import type { ReconcileActivities, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, reconcileActivityOptions } from './activity-options.js'
@@ -12,19 +12,27 @@ import { attemptInputOf, isNonRetryable } from './tally.js'
 
 /** Runs started before the completeness check replay without it. */
 export const RECONCILE_PATCH = 'forge-reconcile-v1'
+/** Sequential runs got the check later, behind their own patch: their earlier histories replay without it. */
+export const SEQUENTIAL_RECONCILE_PATCH = 'forge-reconcile-sequential-v1'
 /** how many times missing attempts are re-run before the run is declared incomplete */
 export const RECONCILE_ROUNDS = 3
 
-/** Checks the run's stored results against its plan, re-running what is missing; never throws but for cancellation or a configuration error. */
-export async function reconcileRun(plan: RunPlan): Promise<RunCompleteness> {
+/**
+ * Checks the run's stored results against its plan, re-running what is missing; never throws but for
+ * cancellation or a configuration error. A sequential run passes `attemptsByTask`: its tasks that
+ * stopped early planned only the attempts the workflow scheduled, so only those are checked or re-run.
+ */
+export async function reconcileRun(plan: RunPlan, attemptsByTask?: Record<string, number>): Promise<RunCompleteness> {
   const { checkCompleteness } = proxyActivities<ReconcileActivities>(reconcileActivityOptions)
   const { runAttempt } = proxyActivities<RunActivities>(attemptActivityOptions(plan))
-  const planned = plan.task_ids.length * plan.attempts
+  // the check's input stays as it was for runs without early stops
+  const query = { run_id: plan.run_id, task_ids: plan.task_ids, attempts: plan.attempts, ...(attemptsByTask !== undefined ? { attempts_by_task: attemptsByTask } : {}) }
+  const planned = plannedTotal(query)
   let rerun = 0
   for (let round = 1; ; round++) {
     let report
     try {
-      report = await checkCompleteness({ run_id: plan.run_id, task_ids: plan.task_ids, attempts: plan.attempts })
+      report = await checkCompleteness(query)
     } catch (error) {
       if (isCancellation(error)) throw error
       return { planned, stored: 0, missing_count: planned, missing: [], doubled: 0, harness_errors: 0, rerun, unchecked: rootMessage(error) }

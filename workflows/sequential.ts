@@ -3,7 +3,8 @@
  * `sequential` rule (runs without one keep the shard path, and their histories replay unchanged).
  * One SequentialTaskWorkflow child per task runs the task's attempts in rounds and stops once the
  * Wilson 95% interval of its passes is narrow enough. Deterministic: decisions depend only on the
- * outcomes the activities returned.
+ * outcomes the activities returned. At the end (behind SEQUENTIAL_RECONCILE_PATCH) the store is checked
+ * against exactly the attempts the tasks scheduled, as on the shard path (workflows/reconcile.ts).
  */
 import {
   ApplicationFailure,
@@ -11,14 +12,17 @@ import {
   continueAsNew,
   executeChild,
   isCancellation,
+  patched,
   proxyActivities,
   workflowInfo,
 } from '@temporalio/workflow'
+import { finalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import type { RunPlan } from '../core/contracts/index.js'
 import { wilsonWidth } from '../core/stats.js'
 import type { AttemptSummary, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'
 import { judgeScheduler } from './judging.js'
+import { reconcileRun, SEQUENTIAL_RECONCILE_PATCH } from './reconcile.js'
 import type { RunWorkflow, RunWorkflowInput, RunWorkflowResult } from './run.js'
 import { attemptInputOf, isNonRetryable, mergeTally, type RunTally } from './tally.js'
 
@@ -26,6 +30,12 @@ import { attemptInputOf, isNonRetryable, mergeTally, type RunTally } from './tal
 export interface SequentialRunInput extends RunWorkflowInput {
   next_task?: number
   stopped_tasks?: string[]
+  /**
+   * tasks that stopped early → the attempts they scheduled (0 … n − 1); the others scheduled all
+   * `plan.attempts`. Absent on an execution continued from one that ran before the completeness check
+   * (its counts are unknown, so that run ends without the check).
+   */
+  scheduled_attempts?: Record<string, number>
 }
 
 export interface SequentialRunResult extends RunWorkflowResult {
@@ -47,11 +57,13 @@ export async function SequentialRun(input: SequentialRunInput): Promise<Sequenti
   const book = proxyActivities<RunActivities>(bookkeepingActivityOptions)
   const tally: RunTally = input.tally ?? { outcomes: {}, not_executed: 0 }
   const stopped = [...(input.stopped_tasks ?? [])]
+  const scheduled = scheduledSoFar(input)
   let startedAt = input.started_at
   if (startedAt === undefined) startedAt = await book.recordRunStatus({ plan, status: 'running' })
 
   let next = input.next_task ?? 0
   const stopAt = Math.min(plan.task_ids.length, next + TASKS_PER_EXECUTION)
+  let completeness: RunCompleteness | undefined
   try {
     // enough tasks at once to keep about max_in_flight attempts running
     const lanes = Math.min(stopAt - next, MAX_TASK_LANES, Math.max(plan.max_shards_in_flight, Math.floor(plan.max_in_flight / rule.round_size)))
@@ -64,10 +76,17 @@ export async function SequentialRun(input: SequentialRunInput): Promise<Sequenti
           args: [{ plan, task_id: taskId }],
         })
         mergeTally(tally, result.tally)
-        if (result.stopped_early) stopped.push(taskId)
+        if (!result.stopped_early) continue
+        stopped.push(taskId)
+        // a child that ran before `scheduled` existed: each attempt it scheduled either ran (n) or was not executed
+        if (scheduled !== undefined) scheduled[taskId] = result.scheduled ?? result.n + result.tally.not_executed
       }
     }
     await Promise.all(Array.from({ length: lanes }, lane))
+    // the workflow owns its run's status: the store is checked against the attempts the tasks scheduled
+    if (stopAt >= plan.task_ids.length && scheduled !== undefined && patched(SEQUENTIAL_RECONCILE_PATCH)) {
+      completeness = await reconcileRun(plan, inPlanOrderRecord(plan, scheduled))
+    }
   } catch (error) {
     const status = isCancellation(error) ? 'cancelled' : 'failed'
     await CancellationScope.nonCancellable(() => book.recordRunStatus({ plan, status, started_at: startedAt, stopped_tasks: inPlanOrder(plan, stopped) }))
@@ -75,13 +94,22 @@ export async function SequentialRun(input: SequentialRunInput): Promise<Sequenti
   }
   // outside the try: continue-as-new works by throwing
   if (stopAt < plan.task_ids.length) {
-    const carried: SequentialRunInput = { plan, next_task: stopAt, tally, started_at: startedAt, stopped_tasks: stopped }
+    const carried: SequentialRunInput = { plan, next_task: stopAt, tally, started_at: startedAt, stopped_tasks: stopped, ...(scheduled !== undefined ? { scheduled_attempts: scheduled } : {}) }
     return await continueAsNew<typeof RunWorkflow>(carried)
   }
   const stoppedTasks = inPlanOrder(plan, stopped)
-  await book.recordRunStatus({ plan, status: 'completed', started_at: startedAt, stopped_tasks: stoppedTasks })
+  const status = completeness === undefined ? 'completed' : finalRunStatus(completeness)
+  const checked = completeness !== undefined ? { completeness } : {}
+  await book.recordRunStatus({ plan, status, started_at: startedAt, stopped_tasks: stoppedTasks, ...checked })
+  // every scheduled attempt either returned an outcome or was not executed: the planned count
   const total = Object.values(tally.outcomes).reduce((a, b) => a + b, 0) + tally.not_executed
-  return { run_id: plan.run_id, total, tally, status: 'completed', stopped_tasks: stoppedTasks }
+  return { run_id: plan.run_id, total, tally, status, stopped_tasks: stoppedTasks, ...checked }
+}
+
+/** The early stops carried in: none on a first execution; unknown when continued from an execution that ran before the check. */
+function scheduledSoFar(input: SequentialRunInput): Record<string, number> | undefined {
+  if (input.scheduled_attempts !== undefined) return { ...input.scheduled_attempts }
+  return (input.stopped_tasks ?? []).length === 0 ? {} : undefined
 }
 
 export interface SequentialTaskInput {
@@ -102,6 +130,8 @@ export interface SequentialTaskResult {
   tally: RunTally
   /** stopped before plan.attempts because the interval was narrow enough */
   stopped_early: boolean
+  /** attempts scheduled (0 … scheduled − 1), each run or not executed; absent from children that ran before it existed */
+  scheduled?: number
 }
 
 /**
@@ -122,7 +152,7 @@ export async function SequentialTaskWorkflow(input: SequentialTaskInput): Promis
   while (next < plan.attempts) {
     if (n >= rule.min_attempts && wilsonWidth(k, n) <= rule.width) {
       await judging.drain()
-      return { task_id: taskId, k, n, tally, stopped_early: true }
+      return { task_id: taskId, k, n, tally, stopped_early: true, scheduled: next }
     }
     if (scheduled >= ATTEMPTS_PER_EXECUTION) {
       await judging.drain()
@@ -155,9 +185,14 @@ export async function SequentialTaskWorkflow(input: SequentialTaskInput): Promis
     next = end
   }
   await judging.drain()
-  return { task_id: taskId, k, n, tally, stopped_early: false }
+  return { task_id: taskId, k, n, tally, stopped_early: false, scheduled: next }
 }
 
+
+/** the counts by task in task order, not completion order: the check's input must not depend on timing */
+function inPlanOrderRecord(plan: RunPlan, counts: Readonly<Record<string, number>>): Record<string, number> {
+  return Object.fromEntries(plan.task_ids.filter((id) => counts[id] !== undefined).map((id) => [id, counts[id]!]))
+}
 
 /** task order, not completion order: the stored record must not depend on timing */
 function inPlanOrder(plan: RunPlan, tasks: readonly string[]): string[] {

@@ -95,6 +95,32 @@ async function untilHeldAtGate(runId: string): Promise<void> {
   }
 }
 
+/** A file of /proc/<pid>; '' once the process is gone. */
+function procFile(pid: number, name: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/${name}`, 'utf8')
+  } catch {
+    return ''
+  }
+}
+
+/** Processes alive now (zombies excluded). */
+function livePids(): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => {
+      const stat = procFile(pid, 'stat')
+      return stat !== '' && !stat.includes(') Z ')
+    })
+}
+
+/** A process's group id; -1 once it is gone. */
+function processGroupOf(pid: number): number {
+  const stat = procFile(pid, 'stat')
+  return stat === '' ? -1 : Number(stat.split(') ')[1]!.split(' ')[2])
+}
+
 /** The worker processes `forge run` started (its children). */
 function workerPids(cli: ChildProcess): number[] {
   const children = readFileSync(`/proc/${cli.pid}/task/${cli.pid}/children`, 'utf8').trim()
@@ -258,5 +284,37 @@ describe('Ctrl-C in a terminal (SIGINT to the whole process group)', () => {
     const next = await startCli(runArgs('chaos-after-ctrl-c', 1)).exited
     expect(next.code).toBe(0)
     expect(Number((await sql<{ n: string | number }>("SELECT count() AS n FROM attempts FINAL WHERE run_id = 'chaos-ctrl-c'"))[0]?.n)).toBe(TASKS * HOLD_FROM)
+  })
+
+  it('with subprocess agents running: Ctrl-C cancels the run, and no worker and no agent (nor what it started) is left', async () => {
+    // each agent is a shell named by the marker ($0) that starts a sleep and waits: it never answers
+    const marker = `forge-chaos-agent-${process.pid}`
+    const agents = () => livePids().filter((pid) => procFile(pid, 'cmdline').split('\0').includes(marker))
+    const cli = startCli(['run', '--suite', suite, '--attempts', '2', '--workers', '1', '--concurrency', '10', '--seed', 'chaos', '--run-id', 'chaos-ctrl-c-agents',
+      '--adapter', 'subprocess', '--no-sandbox', '--adapter-config', JSON.stringify({ command: ['sh', '-c', 'sleep 600; exit 0', marker] })])
+    // every attempt's agent is running (a condition, not a sleep, decides when the SIGINT comes)
+    while (agents().length < TASKS * 2) {
+      if (cli.child.exitCode !== null) throw new Error(`forge run ended before its agents ran: ${(await cli.exited).stderr}`)
+      await sleep(100)
+    }
+    const workers = workerPids(cli.child)
+    // the process groups of the agents: each agent leads its own (spawned detached), its sleep is in it
+    const groups = new Set(agents().map(processGroupOf))
+    expect(groups.size).toBe(TASKS * 2)
+    expect(livePids().filter((pid) => groups.has(processGroupOf(pid))).length).toBeGreaterThanOrEqual(TASKS * 2 * 2)
+
+    process.kill(-cli.child.pid!, 'SIGINT')
+    const end = await cli.exited
+    // (after the --no-sandbox warning)
+    expect({ code: end.code, stderr: end.stderr.trim().split('\n').slice(-2) }).toEqual({
+      code: 1,
+      stderr: ['cancelling the run… (Ctrl-C again to quit at once)', 'Error: run chaos-ctrl-c-agents was cancelled; what finished is stored (forge stats --run-id chaos-ctrl-c-agents)'],
+    })
+    expect(workers.filter((pid) => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '))).toEqual([])
+    expect(livePids().filter((pid) => groups.has(processGroupOf(pid)))).toEqual([])
+    const [run] = await sql<{ status: string }>("SELECT status FROM runs FINAL WHERE run_id = 'chaos-ctrl-c-agents'")
+    expect(run?.status).toBe('cancelled')
+    // no agent answered: nothing of the run is stored
+    expect(Number((await sql<{ n: string | number }>("SELECT count() AS n FROM attempts FINAL WHERE run_id = 'chaos-ctrl-c-agents'"))[0]?.n)).toBe(0)
   })
 })

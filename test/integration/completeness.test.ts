@@ -1,9 +1,10 @@
 /**
  * Issue 12 on the real embedded stack, through the CLI as a user runs it: a run's completeness is
- * checked at its end and stamped on its record; bad configurations stop before the first attempt;
+ * checked at its end and stamped on its record (a sequential run's against the attempts it scheduled); bad configurations stop before the first attempt;
  * harness errors past 2% make the run `degraded` (exit 7) with a banner on the first line.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { RunStats } from '../../app/stats.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
 
@@ -42,6 +43,37 @@ describe('a run ends checked against its plan', () => {
     })
     const [run] = sql<Record<string, unknown>>("SELECT status, planned_attempts, final_stored, missing_count, missing_sample, harness_errors FROM runs FINAL WHERE run_id = 'whole'")
     expect(run).toEqual({ status: 'completed', planned_attempts: 15, final_stored: 15, missing_count: 0, missing_sample: [], harness_errors: 0 })
+  })
+})
+
+describe('a sequential run ends checked against the attempts it scheduled', () => {
+  it('records completed with planned = scheduled (tasks that stopped early planned only 0 … n − 1), and forge stats agrees', () => {
+    const r = forge(['run', '--suite', 'smoke', '--attempts', '40', '--stop-at-width', '0.45', '--round-size', '5', '--min-attempts', '5', '--seed', 'seq', '--run-id', 'seq-whole', '--json'], stack.env)
+    expect(r.status).toBe(0)
+    const report = JSON.parse(r.stdout) as RunStats & { status: string; completeness: Record<string, unknown> & { planned: number } }
+    const stopped = report.run!.stopped_tasks
+    // the figures below mean something only if some task stopped early
+    expect(stopped.length).toBeGreaterThan(0)
+    // what the workflow scheduled, read back attempt by attempt: per task exactly attempts 0 … n − 1
+    const perTask = sql<{ task_id: string; n: number; top: number }>("SELECT task_id, count() AS n, max(attempt) AS top FROM attempts FINAL WHERE run_id = 'seq-whole' GROUP BY task_id ORDER BY task_id")
+    expect(perTask.every((t) => t.top === t.n - 1 && (t.n < 40) === stopped.includes(t.task_id))).toBe(true)
+    const scheduled = perTask.reduce((sum, t) => sum + t.n, 0)
+    expect(scheduled).toBeLessThan(5 * 40)
+    expect({ status: report.status, completeness: report.completeness, notice: report.notice }).toEqual({
+      status: 'completed',
+      completeness: { planned: scheduled, stored: scheduled, missing_count: 0, missing: [], doubled: 0, harness_errors: 0, rerun: 0 },
+      notice: null,
+    })
+    const [run] = sql<Record<string, unknown>>("SELECT status, planned_attempts, final_stored, missing_count, missing_sample FROM runs FINAL WHERE run_id = 'seq-whole'")
+    expect(run).toEqual({ status: 'completed', planned_attempts: scheduled, final_stored: scheduled, missing_count: 0, missing_sample: [] })
+
+    const stats = forge(['stats', '--run-id', 'seq-whole', '--json'], stack.env)
+    expect(stats.status).toBe(0)
+    const parsed = JSON.parse(stats.stdout) as RunStats
+    expect({ notice: parsed.notice, attempts: parsed.attempts, status: parsed.run?.status, planned: parsed.run?.planned_attempts }).toEqual({ notice: null, attempts: scheduled, status: 'completed', planned: scheduled })
+    expect(parsed.tasks.map((t) => [t.task_id, t.n, t.stopped_early])).toEqual(perTask.map((t) => [t.task_id, t.n, stopped.includes(t.task_id)]))
+    const text = forge(['stats', '--run-id', 'seq-whole'], stack.env)
+    expect(statsHead(text.stdout)[0]).toMatch(/^run seq-whole {2}suite smoke {2}adapter mock {2}status completed/)
   })
 })
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { describeCompleteness, describeHarnessErrors, finalRunStatus, missingAttempts, partialRunNotice } from '../../core/completeness.js'
+import { exitCodeOf } from '../../core/errors.js'
+import { runOutcomeError } from '../../app/run.js'
+import { describeCompleteness, describeHarnessErrors, finalRunStatus, missingAttempts, partialRunNotice, plannedFor, plannedTotal } from '../../core/completeness.js'
 
 describe('missingAttempts', () => {
   it('lists what the store lacks in plan order, counts it exactly, and caps the list', () => {
@@ -25,6 +27,18 @@ describe('missingAttempts', () => {
         { task_id: 'b', attempt: 0 },
       ],
     })
+  })
+
+  it('checks a sequential run against what its tasks scheduled: a task that stopped early plans only attempts 0 … n − 1', () => {
+    const plan = { task_ids: ['stopped', 'capped'], attempts: 5, attempts_by_task: { stopped: 2 } }
+    expect([plannedFor(plan, 'stopped'), plannedFor(plan, 'capped'), plannedTotal(plan)]).toEqual([2, 5, 7])
+    // attempts 2 … 4 of `stopped` were never scheduled: not missing, even though the store lacks them
+    const stored = new Map([
+      ['stopped', new Set([0])],
+      ['capped', new Set([0, 1, 2, 3, 4])],
+    ])
+    expect(missingAttempts(plan, stored)).toEqual({ count: 1, stored: 6, missing: [{ task_id: 'stopped', attempt: 1 }] })
+    expect(missingAttempts({ ...plan, attempts_by_task: {} }, stored).count).toBe(4)
   })
 })
 
@@ -83,7 +97,19 @@ describe('partialRunNotice', () => {
     expect(partialRunNotice({ ...run, planned_attempts: 0, final_stored: 0 }, 94)).toBe('PARTIAL: stored 94/200 attempts')
     expect(partialRunNotice({ ...run, stop_width: 0.2 }, 94)).toBeUndefined()
   })
+  it('names what is missing from an incomplete sequential run, out of what it scheduled (planned_attempts), not tasks × attempts', () => {
+    const sequential = { ...run, stop_width: 0.3, status: 'incomplete', planned_attempts: 40, final_stored: 39, missing_count: 1, missing_sample: ['always#9'] }
+    expect(partialRunNotice(sequential, 39)).toBe('INCOMPLETE: stored 39/40; missing: always#9')
+  })
   it('says so when attempts exist without their run record', () => {
     expect(partialRunNotice(undefined, 12)).toBe("PARTIAL: the run's record is not stored; statistics over the 12 attempts found")
+  })
+})
+
+describe('the end of a sequential run that could not be completed', () => {
+  it('is a RunIncompleteError (exit 1) naming the scheduled attempt still missing, stored out of scheduled', () => {
+    const completeness = { planned: 40, stored: 39, missing_count: 1, missing: [{ task_id: 'always', attempt: 9 }], doubled: 0, harness_errors: 0, rerun: 3 }
+    const error = runOutcomeError({ run_id: 'seq-r', status: 'incomplete', completeness })
+    expect({ message: error?.message, exit: exitCodeOf(error) }).toEqual({ message: 'run seq-r is incomplete: stored 39/40; missing: always#9', exit: 1 })
   })
 })

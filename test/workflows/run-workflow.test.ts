@@ -4,13 +4,10 @@
  * when a change to workflow code would break runs already in flight.
  */
 import { randomUUID } from 'node:crypto'
-import { createRequire } from 'node:module'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Context } from '@temporalio/activity'
 import { WorkflowFailedError, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client'
 import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure, defaultPayloadConverter } from '@temporalio/common'
-import type { History } from '@temporalio/common/lib/proto-utils.js'
 import { TestWorkflowEnvironment } from '@temporalio/testing'
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -20,33 +17,15 @@ import { findBinary } from '../../stack/binaries.js'
 import { missingAttempts, type RunCompleteness } from '../../core/completeness.js'
 import type { AttemptBatchInput, AttemptInput, AttemptSummary, CompletenessInput, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
 import { runEachAttempt } from './batch-stub.js'
+import { historiesDir, readHistory, writeHistoryOnce } from './histories.js'
 import type { RunWorkflow, RunWorkflowResult, ShardInput } from '../../workflows/run.js'
 
 const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url))
 const brokenWorkflowsPath = fileURLToPath(new URL('./nondeterministic-run.ts', import.meta.url))
-const historiesDir = new URL('../fixtures/histories/', import.meta.url)
 /** the replayed run uses fixed ids: the child workflow ids in its history derive from them */
 const REPLAY_WORKFLOW_ID = 'forge-replay-run-2x2'
 const STARTED_AT = 1_750_000_000_000
 
-/*
- * History files use the proto JSON format of `temporal workflow show --output json`. The SDK's own
- * historyToJSON / historyFromJSON (@temporalio/common/lib/proto-utils) cannot be used in this
- * install: they pair protojson from the protobufjs copy nested under @temporalio/common with types
- * built by the copy nested under @temporalio/proto (npm cannot hoist protobufjs 8 over grpc's 7),
- * and throw "type must be a Type". The same conversion, with the copy @temporalio/proto loads:
- */
-const requireHere = createRequire(import.meta.url)
-const protoRoot = requireHere('@temporalio/proto') as { temporal: { api: { history: { v1: { History: { fromObject(o: object): History } } } } } }
-const { patchProtobufRoot } = requireHere('@temporalio/proto/lib/patch-protobuf-root') as { patchProtobufRoot<T>(root: T): T & { lookupType(name: string): unknown } }
-const protojson = createRequire(requireHere.resolve('@temporalio/proto'))('protobufjs/ext/protojson') as {
-  toJson(type: unknown, message: unknown): unknown
-  fromJson(type: unknown, json: unknown, options?: { ignoreUnknownFields?: boolean }): History
-}
-const historyType = patchProtobufRoot(protoRoot).lookupType('temporal.api.history.v1.History')
-const historyToJSON = (history: History): string =>
-  `${JSON.stringify(protojson.toJson(historyType, protoRoot.temporal.api.history.v1.History.fromObject(history)), null, 2)}\n`
-const historyFromJSON = (json: string): History => protojson.fromJson(historyType, JSON.parse(json))
 
 let env: TestWorkflowEnvironment
 let bundle: WorkflowBundle
@@ -430,26 +409,16 @@ describe('replay of committed histories', () => {
       run: await handle.fetchHistory(),
       shard: await env.client.workflow.getHandle(`${REPLAY_WORKFLOW_ID}/shard-0`).fetchHistory(),
     }
-    mkdirSync(historiesDir, { recursive: true })
-    for (const key of ['run', 'shard'] as const) {
-      try {
-        writeFileSync(files[key], historyToJSON(fresh[key]), { flag: 'wx' })
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      }
-    }
+    for (const key of ['run', 'shard'] as const) writeHistoryOnce(files[key], fresh[key])
 
-    const committed = {
-      run: historyFromJSON(readFileSync(files.run, 'utf8')),
-      shard: historyFromJSON(readFileSync(files.shard, 'utf8')),
-    }
+    const committed = { run: readHistory(files.run), shard: readHistory(files.shard) }
     expect(committed.run.events?.length).toBeGreaterThan(10)
     await Worker.runReplayHistory({ workflowBundle: bundle }, committed.run, REPLAY_WORKFLOW_ID)
     await Worker.runReplayHistory({ workflowBundle: bundle }, committed.shard, `${REPLAY_WORKFLOW_ID}/shard-0`)
   })
 
   it('the replay check fails for workflow code that would break that history', async () => {
-    const history = historyFromJSON(readFileSync(files.run, 'utf8'))
+    const history = readHistory(files.run)
     const broken = await bundleWorkflowCode({ workflowsPath: brokenWorkflowsPath, logger: quiet })
     await expect(Worker.runReplayHistory({ workflowBundle: broken }, history, REPLAY_WORKFLOW_ID)).rejects.toThrow(/nondetermin/i)
   })
