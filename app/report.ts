@@ -28,6 +28,8 @@ import { compareStoredRuns, newestRunId, type CompareReport } from './compare.js
 import { renderReport } from './render/report-html.js'
 import { renderTrace } from './render/trace-html.js'
 import { getRunStats, type RunStats } from './stats.js'
+import { getRecoveryCurve } from './fault-stats.js'
+import type { RecoveryCurve } from '../core/fault-stats.js'
 
 export interface ReportRequest {
   /** default: the newest run */
@@ -74,6 +76,8 @@ export interface ReportModel {
   latency: Histogram
   cost: Histogram
   recovery: RecoveryFigures | null
+  /** the run belongs to a fault sweep (`forge run --fault-sweep`): the sweep's recovery curve, one point per fail rate */
+  sweep: RecoveryCurve | null
   fault_kinds: FaultKindRow[]
   /** null when nothing in the run was judged */
   agreement: { grading_version: number; sources: AgreementFigures[] } | null
@@ -100,6 +104,9 @@ export async function buildRunReport(reader: StoreReader, request: ReportRequest
       ? compareStoredRuns(reader, request.baseline !== undefined ? { baseline: request.baseline, runB: runId } : { runA: request.compare!, runB: runId })
       : Promise.resolve(null),
   ])
+  // a run of a fault sweep: the curve is drawn from the sweep's runs (stamped fault_sweep_id and fault_rate)
+  const sweepId = stats.run?.fault_sweep_id
+  const sweep = sweepId ? await getRecoveryCurve(reader, sweepId) : null
   const sources = agreementFromCounts(agreementRows)
   const judged = sources.some((s) => s.agreement.n > 0 || s.judge_only > 0) || (stats.run?.judge_model ?? '') !== ''
   return {
@@ -111,6 +118,7 @@ export async function buildRunReport(reader: StoreReader, request: ReportRequest
     latency: logHistogram(latency),
     cost: logHistogram(cost),
     recovery: recoveryFigures(faultCounts),
+    sweep,
     fault_kinds: kinds,
     agreement: judged ? { grading_version: gradingVersion, sources } : null,
     comparison,

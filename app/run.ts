@@ -6,7 +6,7 @@
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { ForgeConfig } from '../config/index.js'
+import { settingsEnv, type ForgeConfig } from '../config/index.js'
 import type { RunPlan, Task } from '../core/contracts/index.js'
 import { describeCompleteness, describeHarnessErrors, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import { ConfigError, ForgeError } from '../core/errors.js'
@@ -24,10 +24,15 @@ import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { startWorkerPool } from './worker-pool.js'
+import { tracesUrl } from './otlp.js'
+import { describeOtlpExport, followOtlpExports, type OtlpRunSummary } from './otlp-live.js'
 import { localModelConcurrency, startRunModelServer } from './local-model.js'
 
 export { dryRun, type DryRunReport } from './plan-run.js'
 export type { RunConfig, RunConfigInput } from './run-config.js'
+
+/** how long the end of a run waits for the workers' last OTLP exports (a request times out after 10 s) */
+const OTLP_SETTLE_MS = 30_000
 
 /** follows the run live (progress, log records: app/progress.ts) from before it starts until its results are stored */
 export type RunObserver = (nc: NatsConnection, runId: string, planned: number) => { stop(): void }
@@ -61,6 +66,8 @@ export interface RunReport extends RunStats {
   status: FinalRunStatus
   /** what the completeness check at the end of the run found (null for a run started before it existed) */
   completeness: RunCompleteness | null
+  /** --otlp-url: how the workers' live export of spans went (app/otlp-live.ts) */
+  otlp?: OtlpRunSummary
 }
 
 /**
@@ -84,6 +91,8 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     await nc.drain().catch(() => undefined)
     throw error
   }
+  // --otlp-url / FORGE_OTLP_URL: workers export spans live and report their counts here
+  const otlp = config.otlpUrl === undefined ? undefined : followOtlpExports(nc, plan.run_id, tracesUrl(config.otlpUrl, '--otlp-url'))
   const pool = startWorkerPool({
     count: run.workers,
     temporalAddress: endpoints.temporalAddress,
@@ -94,7 +103,7 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     logDir: join(config.home, 'logs'),
     runId: plan.run_id,
     onRestart: ({ slot, pid, exit }) => onEvent({ kind: 'stack', message: `worker ${slot} died (${exit}); started again as pid ${pid}` }),
-    env: modelServer.env,
+    env: { ...modelServer.env, ...settingsEnv({ otlpUrl: config.otlpUrl }) },
   })
   // while it waits, forge run restarts whatever of the local stack dies (so does the stack's own supervisor)
   const supervisor = superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) })
@@ -115,8 +124,14 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
       (message) => onEvent({ kind: 'stack', message }),
     )
     progress.stop()
-    return await reportRun(config, plan, result, Date.now() - started, run.ingest_timeout_ms, onEvent)
+    const report = await reportRun(config, plan, result, Date.now() - started, run.ingest_timeout_ms, onEvent)
+    if (otlp === undefined) return report
+    // every stored attempt's spans were sent, failed or dropped by now, unless a worker died or the collector hangs
+    const exported = await otlp.settled(report.attempts, OTLP_SETTLE_MS)
+    onEvent({ kind: 'notice', message: describeOtlpExport(exported) })
+    return { ...report, otlp: exported }
   } finally {
+    otlp?.stop()
     await supervisor.stop()
     observer?.stop()
     await pool.stop()

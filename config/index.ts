@@ -26,6 +26,8 @@ export interface ForgeConfig {
   worker: { id: string | undefined; concurrency: number; exitWithParent: boolean; role: 'all' | 'attempts' | 'judge'; shutdownGraceMs: number; runId: string | undefined }
   /** /healthz, /readyz and /metrics of workers and the ingester; undefined: no endpoint */
   healthPort: number | undefined
+  /** the OTLP/HTTP collector workers export spans to live; undefined: none */
+  otlpUrl: string | undefined
   /** replicas of the results stream when the ingester creates it */
   natsStreamReplicas: number
   judge: {
@@ -61,6 +63,7 @@ function configOf(s: ForgeSettings, cwd: string): ForgeConfig {
     binaries: { temporal: s.temporalBin, natsServer: s.natsBin },
     worker: { id: s.workerId, concurrency: s.workerConcurrency, exitWithParent: s.exitWithParent, role: s.workerRole, shutdownGraceMs: s.shutdownGraceMs, runId: s.workerRunId },
     healthPort: s.healthPort,
+    otlpUrl: s.otlpUrl,
     natsStreamReplicas: s.natsStreamReplicas,
     judge: {
       worker: s.judgeWorker,

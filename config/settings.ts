@@ -206,6 +206,13 @@ export const SETTINGS = {
   setprivBin: define({ variable: 'FORGE_SETPRIV_BIN', description: 'The setpriv binary the agent sandbox drops privileges with', fallback: undefined, defaultText: '(unset: PATH)', schema: optionalText }),
   workerRole: define<'all' | 'attempts' | 'judge'>({ variable: 'FORGE_WORKER_ROLE', description: 'forge worker: all (attempt and judge queues), attempts or judge', fallback: 'all', defaultText: 'all', schema: z.enum(['all', 'attempts', 'judge'], 'must be all, attempts or judge') as z.ZodType<'all' | 'attempts' | 'judge', string> }),
   healthPort: define({ variable: 'FORGE_HEALTH_PORT', description: 'Serve /healthz, /readyz and /metrics on this port (workers and the ingester)', fallback: undefined, defaultText: '(unset: no endpoint)', schema: wholeNumber(0, 65535) as z.ZodType<number | undefined, string> }),
+  otlpUrl: define({
+    variable: 'FORGE_OTLP_URL',
+    description: "Workers export each attempt's spans to this OTLP/HTTP collector as it finishes (forge run --otlp-url), e.g. http://127.0.0.1:4318",
+    fallback: undefined,
+    defaultText: '(unset: no live export)',
+    schema: httpUrl as z.ZodType<string | undefined, string>,
+  }),
   healthHost: define({ variable: 'FORGE_HEALTH_HOST', description: 'The address the health endpoint listens on', fallback: '0.0.0.0', defaultText: '0.0.0.0', schema: text }),
   shutdownGraceMs: define({ variable: 'FORGE_SHUTDOWN_GRACE_MS', description: 'After SIGTERM, how long in-flight attempts may finish before they are cancelled and retried elsewhere', fallback: 5000, defaultText: '5000', schema: wholeNumber(0, 86_400_000) }),
   natsStreamReplicas: define({ variable: 'FORGE_NATS_STREAM_REPLICAS', description: "The results stream's replicas when the ingester creates it (3 on a 3-node cluster)", fallback: 1, defaultText: '1', schema: wholeNumber(1, 5) }),

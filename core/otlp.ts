@@ -125,12 +125,72 @@ export function attemptSpans(view: TraceView, startedAt: number): OtlpSpan[] {
 
 /** One export request for many attempts, with the resource that names Forge and the service. */
 export function otlpTraceRequest(attempts: readonly { view: TraceView; startedAt: number }[], opts: { serviceName?: string; version: string }): OtlpTraceRequest {
+  return otlpSpansRequest(
+    attempts.flatMap((a) => attemptSpans(a.view, a.startedAt)),
+    opts,
+  )
+}
+
+/** One export request for spans already encoded (the live exporter batches spans of several attempts). */
+export function otlpSpansRequest(spans: OtlpSpan[], opts: { serviceName?: string; version: string }): OtlpTraceRequest {
   return {
     resourceSpans: [
       {
         resource: { attributes: [str('service.name', opts.serviceName ?? 'forge'), str('telemetry.sdk.name', 'forge'), str('telemetry.sdk.language', 'nodejs')] },
-        scopeSpans: [{ scope: { name: 'forge', version: opts.version }, spans: attempts.flatMap((a) => attemptSpans(a.view, a.startedAt)) }],
+        scopeSpans: [{ scope: { name: 'forge', version: opts.version }, spans }],
       },
     ],
   }
+}
+
+/**
+ * The traces URL (…/v1/traces) of an OTLP/HTTP endpoint given as its base URL or its traces URL;
+ * a problem naming `what` (the flag or setting) and the value when it is not an http(s) URL.
+ */
+export function otlpTracesUrl(endpoint: string, what: string): { ok: true; url: string } | { ok: false; problem: string } {
+  let url: URL
+  try {
+    url = new URL(endpoint)
+  } catch {
+    return { ok: false, problem: `${what} must be an http(s) URL of an OTLP/HTTP collector, e.g. http://127.0.0.1:4318, got "${endpoint}"` }
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, problem: `${what} must be http or https, got "${endpoint}"` }
+  return { ok: true, url: url.pathname.endsWith('/v1/traces') ? url.href : `${url.href.replace(/\/+$/, '')}/v1/traces` }
+}
+
+/** Core NATS subject on which workers report their live OTLP export of a run (counts so far, per worker). */
+export const otlpReportSubject = (runId: string): string => `forge.progress.${runId}.otlp`
+
+/** What one worker exported of one run so far: every attempt it finished is `settled` once its spans were sent, failed or dropped. */
+export interface OtlpExportCounts {
+  /** attempts whose spans were sent, failed or dropped */
+  settled_attempts: number
+  /** attempts whose spans the collector accepted */
+  exported_attempts: number
+  exported_spans: number
+  /** export requests that failed (the collector answered an error, or could not be reached) */
+  failed_requests: number
+  /** spans of failed requests, and spans the collector said it rejected */
+  failed_spans: number
+  /** spans dropped because the export queue was full */
+  dropped_spans: number
+  /** the first failure, for the report */
+  first_error?: string
+}
+
+export const noOtlpExports = (): OtlpExportCounts => ({ settled_attempts: 0, exported_attempts: 0, exported_spans: 0, failed_requests: 0, failed_spans: 0, dropped_spans: 0 })
+
+/** The counts of several workers (each reports its own cumulative counts), summed. */
+export function sumOtlpCounts(counts: Iterable<OtlpExportCounts>): OtlpExportCounts {
+  const total = noOtlpExports()
+  for (const c of counts) {
+    total.settled_attempts += c.settled_attempts
+    total.exported_attempts += c.exported_attempts
+    total.exported_spans += c.exported_spans
+    total.failed_requests += c.failed_requests
+    total.failed_spans += c.failed_spans
+    total.dropped_spans += c.dropped_spans
+    if (total.first_error === undefined && c.first_error !== undefined) total.first_error = c.first_error
+  }
+  return total
 }

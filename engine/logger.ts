@@ -1,21 +1,44 @@
 import { destination, pino, type Logger } from 'pino'
 import { readSetting, type LogLevel } from '../config/index.js'
 import { Redactor, secretValuesOf } from '../core/redaction.js'
+import type { LogCategory } from '../core/log-records.js'
 
 export type { Logger }
 
 /**
- * One structured logger per process role; JSON lines on stderr, at the process's FORGE_LOG_LEVEL unless
- * given. Records without a category of their own are the process's bookkeeping: `scheduler` (core/log-records).
+ * Categories of process logs beyond a run's (core/log-records `LOG_CATEGORIES`): the ingester's
+ * consuming and rejecting (`ingest`), its inserts (`store`) and its NATS consumer (`bus`).
  */
-export function createLogger(role: string, level: LogLevel = readSetting('logLevel')): Logger {
+export const PROCESS_LOG_CATEGORIES = ['ingest', 'store', 'bus'] as const
+export type LogRecordCategory = LogCategory | (typeof PROCESS_LOG_CATEGORIES)[number]
+
+/**
+ * The fields every Forge log record carries (core/log-records): a record about a run has `task_id: ''`
+ * and `attempt: null`, one about something that is no span has null span ids. Pass them in the record's
+ * object (not as child bindings: pino would print `category` twice).
+ */
+export interface LogFields {
+  run_id: string | null
+  task_id: string
+  attempt: number | null
+  span_id: string | null
+  parent_span_id: string | null
+  category: LogRecordCategory
+}
+
+/**
+ * One structured logger per process role; JSON lines on stderr, at the process's FORGE_LOG_LEVEL unless
+ * given. Records without a category of their own get the role's `category` (default `scheduler`, the
+ * process's bookkeeping).
+ */
+export function createLogger(role: string, level: LogLevel = readSetting('logLevel'), category: LogRecordCategory = 'scheduler'): Logger {
   // log lines go to files under FORGE_HOME: they are redacted like everything a worker publishes
   const secrets = secretValuesOf(process.env)
   return pino(
     {
       name: `forge-${role}`,
       level,
-      mixin: () => ({ category: 'scheduler' }),
+      mixin: () => ({ category }),
       hooks: {
         logMethod(args, method) {
           const redactor = new Redactor({ secrets })

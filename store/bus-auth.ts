@@ -83,7 +83,8 @@ export function rolePermissions(role: BusRole): { publish: string[]; subscribe: 
       return {
         // audit seals: the chain's links and the run record carrying its new head (app/audit.ts)
         publish: ['forge.store.query', 'forge.ingester.ping', 'forge.results.baseline', 'forge.results.regrade', 'forge.results.review', 'forge.results.audit', 'forge.results.run', ...readStream],
-        subscribe: ['forge.progress.>', '_INBOX.>'],
+        // forge run's live step logs read attempts' results and traces as they are published (app/progress.ts); reading only
+        subscribe: ['forge.progress.>', 'forge.results.attempt', 'forge.results.trace.>', '_INBOX.>'],
       }
   }
 }

@@ -25,6 +25,7 @@ import { loadSuiteCached } from '../engine/suite-loader.js'
 import { storedTraceOf } from '../engine/trace-store.js'
 import { fitAttemptResult } from '../engine/message-fit.js'
 import { logAttempt } from '../engine/attempt-log.js'
+import type { OtlpExporter } from './otlp-exporter.js'
 import { isolationOf, sandboxRequested } from '../engine/sandbox/config.js'
 import { SandboxUnavailableError } from '../engine/sandbox/errors.js'
 import { sandboxSupport } from '../engine/sandbox/host.js'
@@ -35,6 +36,8 @@ export interface ActivityDeps {
   workerId: string
   logger: Logger
   now?: () => number
+  /** live OTLP export of each finished attempt's spans (never blocks or fails the attempt) */
+  otlp?: Pick<OtlpExporter, 'add'>
 }
 
 export function createActivities(deps: ActivityDeps): RunActivities {
@@ -101,6 +104,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
     // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
     await Promise.all([publishStoredTrace(deps.js, storedTrace, input.republish), publishAttemptResult(deps.js, result, input.republish)])
     logAttempt(deps.logger, storedTrace, result)
+    deps.otlp?.add(storedTrace, result)
     publishProgress(deps.nc, input.run_id, {
       attempt_uid: result.attempt_uid,
       task_id: result.task_id,

@@ -5,13 +5,14 @@ import { connectBus, ensureResultsStream, resultsKey } from '../store/bus.js'
 import { openClickHouse, type StoreLocation } from '../store/clickhouse.js'
 import { migrate } from '../store/migrations.js'
 import { startIngester } from './ingester.js'
+import { processFields } from './ingester-log.js'
 import { createLogger } from '../engine/logger.js'
 import { startHealthServer } from './health.js'
 import { ingesterMetrics, ingestLag } from './ingester-telemetry.js'
 
 export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const config = resolveConfig(env)
-  const logger = createLogger('ingester', config.logLevel)
+  const logger = createLogger('ingester', config.logLevel, 'ingest')
   const natsUrl = config.natsUrl
   if (natsUrl === undefined) throw new ConfigError('FORGE_NATS_URL is not set: the ingester needs the NATS server holding the results stream')
   const location: StoreLocation = config.clickhouseUrl !== undefined ? { kind: 'server', url: config.clickhouseUrl } : { kind: 'embedded', path: config.storePath }
@@ -22,7 +23,7 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   const nc = await connectBus(natsUrl, 'forge-ingester', 'ingester')
   // with a results key every message must carry a valid signature; the embedded stack always has one
   const key = resultsKey()
-  if (key === undefined) logger.warn('results are not authenticated: no FORGE_RESULTS_KEY (give the workers, ingesters and CLI of a fleet the same hex key)')
+  if (key === undefined) logger.warn(processFields('bus'), 'results are not authenticated: no FORGE_RESULTS_KEY (give the workers, ingesters and CLI of a fleet the same hex key)')
   await ensureResultsStream(nc, { replicas })
   const serveQueries = location.kind === 'embedded'
   // reads get a connection of their own: chDB runs one statement at a time per connection
@@ -38,7 +39,7 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
           probe: { live: () => !nc.isClosed(), ready: () => !stopping && !nc.isClosed(), detail: () => ({ ...ingester.stats }) },
           metrics: async () => ingesterMetrics(ingester.stats, await ingestLag(nc)),
         })
-  logger.info({ pid: process.pid, store: location, migrations_applied: applied, health_port: health?.port }, 'ingester ready')
+  logger.info({ ...processFields('ingest'), pid: process.pid, store: location, migrations_applied: applied, health_port: health?.port }, 'ingester ready')
 
   const stopped = await new Promise<'signal' | 'consumer'>((resolve) => {
     process.once('SIGTERM', () => resolve('signal'))
@@ -50,10 +51,10 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
     )
   })
   if (stopped === 'consumer') {
-    logger.error({ stats: ingester.stats }, 'the results consumer ended; exiting so the stack supervisor restarts the ingester')
+    logger.error({ ...processFields('bus'), stats: ingester.stats }, 'the results consumer ended; exiting so the stack supervisor restarts the ingester')
     process.exit(1)
   }
-  logger.info({ stats: ingester.stats }, 'ingester stopping')
+  logger.info({ ...processFields('ingest'), stats: ingester.stats }, 'ingester stopping')
   stopping = true
   await ingester.stop()
   await health?.close()

@@ -18,6 +18,7 @@ import { SweepRecord } from '../core/contracts/sweep.js'
 import { SWEEP_SUBJECT } from '../store/sweep-bus.js'
 import { insertSweeps } from '../store/sweep-repositories.js'
 import type { Logger } from '../engine/logger.js'
+import { attemptFields, countByRun, processFields, rejectedMessageFields, runFields } from './ingester-log.js'
 
 export interface IngesterOptions {
   nc: NatsConnection
@@ -67,7 +68,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
     for (;;) {
       for await (const msg of messages) rounds.add(msg)
       if (stopping) return
-      logger.warn('the results consumer ended; consuming again')
+      logger.warn(processFields('bus'), 'the results consumer ended; consuming again')
       messages = await consume()
     }
   })()
@@ -196,12 +197,14 @@ function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: n
         await insertResolutions(store, taken.resolutions)
         await insertAuditRecords(store, taken.audits, now)
       } catch (error) {
-        logger.error({ err: error, messages: taken.msgs.length }, 'grading insert failed; messages will be redelivered')
+        for (const [run, rows] of gradingRowsByRun(taken)) logger.error({ ...runFields(run, 'store'), err: error, rows, messages: taken.msgs.length }, 'grading insert failed; messages will be redelivered')
         for (const msg of taken.msgs) msg.nak(1000)
         return
       }
       for (const msg of taken.msgs) msg.ack()
-      logger.debug({ messages: taken.msgs.length }, 'grading rows ingested')
+      if (logger.isLevelEnabled('debug')) {
+        for (const [run, rows] of gradingRowsByRun(taken)) logger.debug({ ...runFields(run, 'store'), rows, messages: taken.msgs.length }, 'grading rows ingested')
+      }
     },
     schedule(flush) {
       if (lane.msgs.length === 0 || timer !== undefined) return
@@ -217,6 +220,23 @@ function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: n
       if (timer) clearTimeout(timer)
     },
   }
+}
+
+/** Grading rows of one lane insert, counted per run and table (audit records by the runs of their entries). */
+function gradingRowsByRun(taken: { attempts: AttemptResult[]; traces: StoredTrace[]; judged: JudgeOutcome[]; regrades: AttemptRegrade[]; resolutions: ReviewResolution[]; audits: AuditRecord[] }): Map<string | null, Record<string, number>> {
+  const byRun = new Map<string | null, Record<string, number>>()
+  const tables: [string, Iterable<{ run_id?: string }>][] = [
+    ['attempt_grading', taken.attempts],
+    ['traces', taken.traces],
+    ['judge_outcomes', taken.judged],
+    ['regrades', taken.regrades],
+    ['review_resolutions', taken.resolutions],
+    ['audit_entries', taken.audits.flatMap((a) => a.entries)],
+  ]
+  for (const [table, rows] of tables) {
+    for (const [run, n] of countByRun(rows)) byRun.set(run, { ...byRun.get(run), [table]: n })
+  }
+  return byRun
 }
 
 interface BatchDeps {
@@ -237,7 +257,7 @@ async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
   const now = Date.now()
   const sorted = sortBatch(batch, grading, deps.resultsKey, (msg, problem) => {
     stats.rejected++
-    logger.error({ subject: msg.subject, seq: msg.seq, problem }, 'rejected a malformed result message')
+    logger.error({ ...rejectedMessageFields(msg.subject, msg.data, subjects.tracePrefix), seq: msg.seq, problem }, 'rejected a malformed result message')
     msg.term(problem)
   })
   try {
@@ -246,7 +266,7 @@ async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
     await insertBaselines(store, sorted.baselines)
     await insertSweeps(store, sorted.sweeps, now)
   } catch (error) {
-    logger.error({ err: error, messages: sorted.primary.length + sorted.graded.length }, 'insert failed; messages will be redelivered')
+    for (const [run, rows] of batchRowsByRun(sorted)) logger.error({ ...runFields(run, 'store'), err: error, rows, messages: sorted.primary.length + sorted.graded.length }, 'insert failed; messages will be redelivered')
     for (const msg of [...sorted.primary, ...sorted.graded.map((g) => g.msg)]) msg.nak(1000)
     return
   }
@@ -255,7 +275,27 @@ async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
   stats.inserted_attempts += sorted.attempts.size
   stats.inserted_runs += sorted.runs.length
   stats.batches++
-  logger.debug({ attempts: sorted.attempts.size, runs: sorted.runs.length }, 'batch ingested')
+  if (logger.isLevelEnabled('debug')) {
+    for (const [run, rows] of batchRowsByRun(sorted)) logger.debug({ ...runFields(run, 'store'), rows, batch: batch.length }, 'batch ingested')
+  }
+  if (logger.isLevelEnabled('trace')) {
+    for (const attempt of sorted.attempts.values()) logger.trace({ ...attemptFields(attempt, 'store'), outcome: attempt.outcome, failure_bucket: attempt.failure_bucket }, 'attempt stored')
+  }
+}
+
+/** A batch's rows counted per run and table (sweeps under no run, with their ids). */
+function batchRowsByRun(sorted: { attempts: Map<string, AttemptResult>; runs: RunRecord[]; baselines: BaselineRecord[]; sweeps: SweepRecord[] }): Map<string | null, Record<string, number | string[]>> {
+  const byRun = new Map<string | null, Record<string, number | string[]>>()
+  const tables: [string, Iterable<{ run_id?: string }>][] = [
+    ['attempts', sorted.attempts.values()],
+    ['runs', sorted.runs],
+    ['baselines', sorted.baselines],
+  ]
+  for (const [table, rows] of tables) {
+    for (const [run, n] of countByRun(rows)) byRun.set(run, { ...byRun.get(run), [table]: n })
+  }
+  if (sorted.sweeps.length > 0) byRun.set(null, { ...byRun.get(null), sweeps: sorted.sweeps.length, sweep_ids: [...new Set(sorted.sweeps.map((s) => s.sweep_id))] })
+  return byRun
 }
 
 /** A batch by what it carries: rows inserted now (acked with them), and messages acked with the grading lane. */

@@ -37,7 +37,7 @@ export function createReconcileActivities(deps: ReconcileDeps): ReconcileActivit
       }
       heartbeat()
       const report = await checkStoredAgainstPlan(deps.reader, input)
-      deps.logger.info({ run_id: input.run_id, planned: report.planned, stored: report.stored, missing: report.missing_count, doubled: report.doubled }, 'completeness checked')
+      deps.logger.info({ run_id: input.run_id, task_id: '', attempt: null, span_id: null, parent_span_id: null, category: 'scheduler', planned: report.planned, stored: report.stored, missing: report.missing_count, doubled: report.doubled }, 'completeness checked')
       return report
     },
   }

@@ -6,7 +6,9 @@ import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import type { JetStreamClient } from '@nats-io/jetstream'
-import { connectBus, jetstream, resultsKey, type NatsConnection } from '../store/bus.js'
+import { connectBus, encodeJson, jetstream, resultsKey, type NatsConnection } from '../store/bus.js'
+import { otlpReportSubject } from '../core/otlp.js'
+import { createOtlpExporter } from './otlp-exporter.js'
 import { busReader } from '../store/bus-reader.js'
 import { directReader, openClickHouse } from '../store/clickhouse.js'
 import { createActivities } from './activities.js'
@@ -49,6 +51,8 @@ export interface WorkerOptions {
   healthPort?: number
   /** how long in-flight attempts may finish after SIGTERM before they are cancelled (default 5 s) */
   shutdownGraceMs?: number
+  /** export each attempt's spans to this OTLP/HTTP collector as it finishes (FORGE_OTLP_URL; workers/otlp-exporter.ts) */
+  otlp?: { url: string; version: string }
   /** TLS / API key of a Temporal cluster (stack/temporal-connection.ts) */
   temporalConnection?: { tls?: boolean | { serverNameOverride?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } }; apiKey?: string }
 }
@@ -59,6 +63,8 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   const nc = await connectBus(opts.natsUrl, `forge-worker-${workerId}`, 'worker')
   // an ingester holding a results key rejects whatever this worker cannot sign
   if (resultsKey() === undefined) logger.warn('results are not signed: no FORGE_RESULTS_KEY (give the workers, ingesters and CLI of a fleet the same hex key)')
+  // live OTLP export: counts per run go to `forge run` over core NATS after every request
+  const otlp = opts.otlp === undefined ? undefined : createOtlpExporter({ ...opts.otlp, report: (runId, counts) => nc.publish(otlpReportSubject(runId), encodeJson({ worker_id: workerId, ...counts })) })
   const connection = await NativeConnection.connect({ ...opts.temporalConnection, address: opts.temporalAddress })
   const reader = opts.clickhouseUrl !== undefined ? directReader(await openClickHouse({ kind: 'server', url: opts.clickhouseUrl })) : busReader(nc)
   const bundlePath = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
@@ -76,7 +82,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       ? { workflowBundle: { codePath: bundlePath } }
       : { workflowsPath: fileURLToPath(new URL('../workflows/index.js', import.meta.url)) }),
     activities: {
-      ...createActivities({ nc, js: jetstream(nc), workerId, logger }),
+      ...createActivities({ nc, js: jetstream(nc), workerId, logger, ...(otlp !== undefined ? { otlp } : {}) }),
       // the completeness check at the end of a run reads the store the way every other reader does
       ...createReconcileActivities({ nc, reader, logger }),
       ...opts.extraActivities?.({ nc, js: jetstream(nc) }),
@@ -157,6 +163,8 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   } finally {
     await health?.close()
     if (parentWatch) clearInterval(parentWatch)
+    // spans of finished attempts still waiting go out before the bus closes (each request is bounded by its timeout)
+    await otlp?.flush()
     process.off('SIGTERM', onSignal)
     process.off('SIGINT', onSignal)
     await reader.close().catch(() => undefined)

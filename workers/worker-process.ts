@@ -3,6 +3,7 @@
  * composition root of the process: the only file of workers/ that reaches into app/ and stack/.
  */
 import { sweepActivitiesFor } from '../app/sweep-activities.js'
+import { liveOtlpOf } from '../app/otlp.js'
 import { resolveConfig } from '../config/index.js'
 import { ConfigError } from '../core/errors.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
@@ -31,6 +32,7 @@ try {
     extraActivities: sweepActivitiesFor(),
     temporalConnection,
     ...(config.healthPort !== undefined ? { healthPort: config.healthPort } : {}),
+    ...(config.otlpUrl !== undefined ? { otlp: liveOtlpOf(config.otlpUrl)! } : {}),
     shutdownGraceMs: config.worker.shutdownGraceMs,
     // judge activities: their own queue, FORGE_JUDGE_RATE activities per second across it
     judge:

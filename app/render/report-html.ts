@@ -176,9 +176,45 @@ function distributionsSection(model: ReportModel): string {
   return parts.join('\n')
 }
 
+/** The sweep's recovery curve: the pass rate at each fail rate of the sweep, this run's point marked. */
+function sweepCurve(model: ReportModel): string {
+  const sweep = model.sweep
+  if (!sweep || sweep.points.length === 0) return ''
+  const chart = rateCurve({
+    id: 'sweep-curve',
+    title: `Pass rate at each fail rate of fault sweep ${sweep.sweep_id}, with Wilson 95% intervals`,
+    points: sweep.points.map((p) => ({ x: `${fmt.pct(p.rate)}${p.run_id === model.run_id ? ' ◆' : ''}`, label: `fail rate ${fmt.pct(p.rate)} (run ${p.run_id})`, rate: p.pass.rate, low: p.pass.low, high: p.pass.high, k: p.pass.k, n: p.pass.n })),
+    xLabel: `injected fail rate (${sweep.mode}); ◆ this run`,
+  })
+  const table = htmlTable({
+    id: 'sweep-points',
+    headers: ['fail rate', 'run', 'passed', 'pass rate', 'Wilson 95%', 'recovery rate', 'faults injected', 'drop vs lowest rate', 'p'],
+    num: [0, 2, 3, 5, 6, 7, 8],
+    rows: sweep.points.map((p) => [
+      fmt.pct(p.rate),
+      p.run_id === model.run_id ? `<strong>${esc(p.run_id)}</strong> (this run)` : esc(p.run_id),
+      `${p.pass.k}/${p.pass.n}`,
+      fmt.pct(p.pass.rate),
+      fmt.interval(p.pass.low, p.pass.high),
+      `${fmt.pct(p.recovery.rate)} (${p.recovery.k}/${p.recovery.n})`,
+      String(p.injected),
+      p.drop === null ? '—' : `${(p.drop * 100).toFixed(1)} pts${p.significant ? ' (significant)' : ''}`,
+      p.p === null ? '—' : p.p.toFixed(3),
+    ]),
+    rowAttrs: sweep.points.map((p) =>
+      `class="sweep-point" ${data({ 'fail-rate': p.rate, run: p.run_id, k: p.pass.k, n: p.pass.n, rate: p.pass.rate, low: p.pass.low, high: p.pass.high, current: p.run_id === model.run_id ? 'true' : 'false' })}`,
+    ),
+  })
+  return `<h3>Recovery curve of fault sweep ${esc(sweep.sweep_id)}</h3>
+<p class="muted">One point per fail rate: the sweep's runs share its seed, so each point measures the same attempts under more faults.</p>
+${chart}
+${table}`
+}
+
 function recoverySection(model: ReportModel): string {
   const r = model.recovery
-  if (!r) return ''
+  const sweep = sweepCurve(model)
+  if (!r) return sweep === '' ? '' : `<section id="recovery"><h2>Recovery under injected faults</h2>\n${sweep}</section>`
   const curve = rateCurve({
     id: 'recovery-curve',
     title: 'Pass rate by injected faults met, with Wilson 95% intervals',
@@ -195,6 +231,8 @@ function recoverySection(model: ReportModel): string {
 <div class="cards">${card('recovery rate (attempts that met a fault and passed)', fmt.pct(r.faulted.rate), `id="recovery-rate" ${data({ k: r.faulted.k, n: r.faulted.n, rate: r.faulted.rate })}`)}
 ${card('Wilson 95%', fmt.interval(r.faulted.low, r.faulted.high))}
 ${card('pass rate without faults', fmt.pct(r.clean.rate), data({ k: r.clean.k, n: r.clean.n }))}</div>
+${sweep}
+<h3>By faults met in this run</h3>
 ${curve}
 ${kinds}</section>`
 }

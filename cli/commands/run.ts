@@ -6,7 +6,8 @@ import { resumeRun } from '../../app/resume.js'
 import { ConfigError } from '../../core/errors.js'
 import { SANDBOXED_ADAPTERS, unsandboxedNote } from '../../engine/sandbox/config.js'
 import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
-import { resolveConfig } from '../../config/index.js'
+import { resolveConfig, type ForgeConfig } from '../../config/index.js'
+import { tracesUrl } from '../../app/otlp.js'
 import { ForgeCommand } from '../base.js'
 import { logFlags, parseLogOptions, runOutput } from '../log-options.js'
 import { usd } from '../format.js'
@@ -43,6 +44,10 @@ export default class Run extends ForgeCommand {
     { description: 'A real small model served by the stack, no API key (needs minutes on 2 cores; test/integration/local-model.test.ts runs it).', command: '<%= config.bin %> run --suite toy_math --adapter react --model local --attempts 2' },
     '<%= config.bin %> run --suite smoke --attempts 3 --log-level calls --log-only tools,faults',
     '<%= config.bin %> run --suite smoke --attempts 5 --log-level steps --log-format jsonl',
+    {
+      description: "Each attempt's spans sent to an OpenTelemetry collector as it finishes (needs an OTLP/HTTP collector on port 4318).",
+      command: '<%= config.bin %> run --suite smoke --attempts 5 --otlp-url http://127.0.0.1:4318',
+    },
   ]
   static override flags = {
     ...logFlags,
@@ -82,6 +87,9 @@ export default class Run extends ForgeCommand {
     'guard-answers': Flags.boolean({ summary: "Answer guard: redact the task's expected answers from tool arguments before the tool runs, record and count each interception." }),
     resume: Flags.string({ summary: 'Re-attach to this run (what forge runs resume does): start workers if it still runs, wait for it, report it.' }),
     ...faultFlags,
+    'otlp-url': Flags.string({
+      summary: "Workers send each attempt's spans to this OTLP/HTTP collector as it finishes (default FORGE_OTLP_URL); failed exports are counted and reported at the end, never fail the run.",
+    }),
     'no-sandbox': Flags.boolean({
       summary: 'Run subprocess, pydantic-ai and module agents without the sandbox (module agents in the worker process); every attempt is marked degraded.',
     }),
@@ -89,7 +97,7 @@ export default class Run extends ForgeCommand {
 
   async run(): Promise<RunReport | DryRunReport | SweepResult> {
     const { flags } = await this.parse(Run)
-    const config = resolveConfig()
+    const config = withOtlpUrl(resolveConfig(), flags['otlp-url'])
     // --fault-*: the run's fault profile, or a sweep of runs at several fail rates (cli/fault-run.ts)
     const faults = await faultsOf(flags)
     const runConfig = withoutSandbox(
@@ -122,6 +130,13 @@ export default class Run extends ForgeCommand {
     })
     return finishRunCommand(this.runCommandOutput(), report)
   }
+}
+
+/** --otlp-url overrides FORGE_OTLP_URL; a value that is no http(s) URL is a ConfigError naming the flag. */
+function withOtlpUrl(config: ForgeConfig, flag: string | undefined): ForgeConfig {
+  if (flag === undefined) return config
+  tracesUrl(flag, '--otlp-url')
+  return { ...config, otlpUrl: flag }
 }
 
 /** --no-sandbox: `"sandbox": false` in the adapter config (so in the config id), said out loud; refused for adapters that run no agent code. */

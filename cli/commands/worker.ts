@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core'
 import { sweepActivitiesFor } from '../../app/sweep-activities.js'
+import { liveOtlpOf } from '../../app/otlp.js'
 import { resolveConfig } from '../../stack/config.js'
 import { ConfigError } from '../../stack/errors.js'
 import { stackUp } from '../../stack/local-stack.js'
@@ -73,6 +74,7 @@ export default class Worker extends ForgeCommand {
           ? false
           : { taskQueue: config.judge.taskQueue, activitiesPerSecond: judgeRate ?? config.judge.rate, concurrency: flags['judge-concurrency'] ?? config.judge.concurrency },
       ...(flags['health-port'] !== undefined ? { healthPort: flags['health-port'] } : {}),
+      ...(config.otlpUrl !== undefined ? { otlp: liveOtlpOf(config.otlpUrl)! } : {}),
       ...(flags['shutdown-grace-ms'] !== undefined ? { shutdownGraceMs: flags['shutdown-grace-ms'] } : {}),
     })
   }

@@ -12,6 +12,7 @@ import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { WrittenReport } from '../../app/report.js'
 import type { RunStats } from '../../app/stats.js'
+import type { RecoveryCurve } from '../../core/fault-stats.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { chromiumPath, launchChromium, skipReason, watchPage } from './chromium.js'
 
@@ -129,6 +130,53 @@ describe.skipIf(!chromiumPath)(`report and trace pages in Chromium${skipReason}`
     await page.waitForURL(/report\.html$/)
     expect(watch.errors).toEqual([])
     expect(watch.requests.every((url) => url.startsWith('file://'))).toBe(true)
+    await page.close()
+  })
+
+  it('draws the recovery curve of a fault sweep from its runs: one point per fail rate, as forge stats --fault-sweep says', async () => {
+    const sweep = forge(['run', '--suite', 'toy_math', '--attempts', '4', '--seed', 'swept', '--run-id', 'swept', '--fault-sweep', '0,0.3,0.6', '--fault-kinds', '500', '--json'], stack.env)
+    expect(sweep.status, sweep.stderr).toBe(0)
+    const { sweep_id: sweepId } = JSON.parse(sweep.stdout) as { sweep_id: string }
+    const curveRun = forge(['stats', '--fault-sweep', sweepId, '--json'], stack.env)
+    expect(curveRun.status, curveRun.stderr).toBe(0)
+    const curve = JSON.parse(curveRun.stdout) as RecoveryCurve
+    expect(curve.points.map((p) => p.rate)).toEqual([0, 0.3, 0.6])
+    const file = join(out, 'swept.html')
+    // the middle run's report: the curve comes from the whole sweep, its own point marked
+    const written = forge(['report', '--run-id', 'swept-f1', '--out', file, '--json'], stack.env)
+    expect(written.status, written.stderr).toBe(0)
+    const { page, watch } = await open(file)
+    const rows = page.locator('#sweep-points tr.sweep-point')
+    expect(await rows.count()).toBe(3)
+    for (const [i, point] of curve.points.entries()) {
+      const row = rows.nth(i)
+      expect(Number(await row.getAttribute('data-fail-rate'))).toBe(point.rate)
+      expect(await row.getAttribute('data-run')).toBe(point.run_id)
+      expect([Number(await row.getAttribute('data-k')), Number(await row.getAttribute('data-n'))]).toEqual([point.pass.k, point.pass.n])
+      expect(Number(await row.getAttribute('data-low'))).toBe(point.pass.low)
+      expect(Number(await row.getAttribute('data-high'))).toBe(point.pass.high)
+      expect(await row.getAttribute('data-current')).toBe(point.run_id === 'swept-f1' ? 'true' : 'false')
+      const cells = await row.locator('td').allTextContents()
+      expect([cells[2], cells[3], cells[4]]).toEqual([`${point.pass.k}/${point.pass.n}`, pct(point.pass.rate), `[${point.pass.low.toFixed(2)}, ${point.pass.high.toFixed(2)}]`])
+    }
+    // the chart: one point with its Wilson error bar per fail rate, this run's marked
+    const points = page.locator('#sweep-curve g.point')
+    expect(await points.count()).toBe(3)
+    expect(await points.nth(1).locator('title').textContent()).toBe(
+      `fail rate 30.0% (run swept-f1): ${curve.points[1]!.pass.k}/${curve.points[1]!.pass.n} = ${pct(curve.points[1]!.pass.rate)}, Wilson 95% [${curve.points[1]!.pass.low.toFixed(2)}, ${curve.points[1]!.pass.high.toFixed(2)}]`,
+    )
+    expect(await points.nth(1).locator('text').textContent()).toBe('30.0% ◆')
+    expect(await page.locator('#sweep-curve').isVisible()).toBe(true)
+    await page.locator('#recovery').screenshot({ path: '/tmp/forge-browser-sweep-curve.png' })
+    // the fault-free run of the sweep met no fault, and still shows the sweep's curve
+    const clean = forge(['report', '--run-id', 'swept-f0', '--out', join(out, 'swept0.html'), '--json'], stack.env)
+    expect(clean.status, clean.stderr).toBe(0)
+    const first = await open(join(out, 'swept0.html'))
+    expect(await first.page.locator('#sweep-points tr.sweep-point').count()).toBe(3)
+    expect(await first.page.locator('#sweep-points tr.sweep-point[data-current="true"]').getAttribute('data-run')).toBe('swept-f0')
+    expect([...watch.errors, ...first.watch.errors]).toEqual([])
+    expect([...watch.requests, ...first.watch.requests].every((url) => url.startsWith('file://'))).toBe(true)
+    await first.page.close()
     await page.close()
   })
 

@@ -17,6 +17,7 @@ const defaults: ForgeConfig = {
   binaries: { temporal: undefined, natsServer: undefined },
   worker: { id: undefined, concurrency: 100, exitWithParent: false, role: 'all', shutdownGraceMs: 5000, runId: undefined },
   healthPort: undefined,
+  otlpUrl: undefined,
   natsStreamReplicas: 1,
   judge: { worker: true, rate: 0, concurrency: 4, taskQueue: 'forge-judge', model: undefined, baseUrl: undefined, apiKey: undefined },
   logLevel: 'info',
@@ -67,6 +68,7 @@ describe('resolveConfig', () => {
       FORGE_BENCH_ATTEMPTS: '5000',
       FORGE_BENCH_WORKERS: '2',
       FORGE_BENCH_ONLY: 'ingest',
+      FORGE_OTLP_URL: 'http://collector:4318',
     }
     expect(resolveConfig(env, '/work')).toEqual({
       home: '/work/state',
@@ -77,6 +79,7 @@ describe('resolveConfig', () => {
       binaries: { temporal: '/opt/temporal', natsServer: '/opt/nats-server' },
       worker: { id: 'w-1', concurrency: 200, exitWithParent: true, role: 'all', shutdownGraceMs: 5000, runId: undefined },
       healthPort: undefined,
+      otlpUrl: 'http://collector:4318',
       natsStreamReplicas: 1,
       judge: { worker: false, rate: 2.5, concurrency: 8, taskQueue: 'judges', model: 'gpt-4o-mini', baseUrl: 'http://judge:8080/v1', apiKey: 'sk-judge' },
       logLevel: 'debug',
@@ -108,6 +111,7 @@ describe('resolveConfig', () => {
     ['FORGE_JUDGE_RATE', 'fast', 'FORGE_JUDGE_RATE must be a number of calls per second (0: unlimited), got "fast"'],
     ['FORGE_JUDGE_RATE', '-1', 'FORGE_JUDGE_RATE must be a number of calls per second (0: unlimited), got "-1"'],
     ['FORGE_JUDGE_BASE_URL', 'judge:1', 'FORGE_JUDGE_BASE_URL must be an http(s) URL, got "judge:1"'],
+    ['FORGE_OTLP_URL', 'collector:4318', 'FORGE_OTLP_URL must be an http(s) URL, got "collector:4318"'],
     ['FORGE_EXIT_WITH_PARENT', 'maybe', 'FORGE_EXIT_WITH_PARENT must be 1 or 0 (or true/false, yes/no, on/off), got "maybe"'],
     ['FORGE_JUDGE_WORKER', 'off please', 'FORGE_JUDGE_WORKER must be 1 or 0 (or true/false, yes/no, on/off), got "off please"'],
     ['FORGE_LOG_LEVEL', 'verbose', 'FORGE_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],

@@ -66,7 +66,7 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
       // the judge's rows replace the attempt worker's judgement: they are a result of their own in the run's audit trail
       const audit = auditEntryOf(stored.run_id, 'judgement', judgementKey(outcome), judgeAuditRows(outcome))
       await publishJudgeOutcome(deps.js, { ...outcome, audit })
-      deps.logger.debug({ attempt_uid: input.attempt_uid, tier2: tier2?.status, metrics: metrics.length }, 'judged')
+      deps.logger.debug({ run_id: input.run_id, task_id: input.task_id, attempt: input.attempt, attempt_uid: input.attempt_uid, span_id: 'attempt', parent_span_id: null, category: 'grading', tier2: tier2?.status, metrics: metrics.length }, 'judged')
       return { attempt_uid: input.attempt_uid, tier2: tier2?.status ?? 'not_applicable', needs_human_review: judgement?.needs_human_review ?? false, metrics: metrics.length }
     },
   }
