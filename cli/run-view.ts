@@ -20,9 +20,11 @@ export function finishRunCommand(out: RunCommandOutput, report: RunReport): RunR
   if (!out.json) printRunReport(out, report)
   const outcome = runOutcomeError(report)
   if (outcome !== undefined) {
-    if (out.json) out.logJson(report)
     out.logToStderr(`Error: ${outcome.message}`)
-    out.exit(outcome.exitCode)
+    // --json: stdout stays the one report document (oclif prints what the command returns), the code is set
+    // for when the process ends; an exit here would make oclif print a second, error document and exit 1
+    if (out.json) process.exitCode = outcome.exitCode
+    else out.exit(outcome.exitCode)
   }
   return report
 }

@@ -32,10 +32,13 @@ describe.skipIf(!chromiumPath)(`report and trace pages in Chromium${skipReason}`
     const run = forge(['run', '--suite', 'toy_math', '--attempts', '6', '--seed', 'browser', '--run-id', 'browser1', '--adapter-config', '{"skill":0.6}', '--json'], stack.env)
     expect(run.status, run.stderr).toBe(0)
     const crash = forge(
-      ['run', '--suite', 'toy_math', '--attempts', '2', '--run-id', 'crashing', '--adapter', 'module', '--adapter-config', JSON.stringify({ path: join(import.meta.dirname, 'agents', 'throws.mjs') }), '--json'],
+      // in the worker's process (--no-sandbox) the agent's throw is the adapter's: a harness error. (Sandboxed, the
+      // agent's process dies instead, and that is the agent's failure: no_answer.)
+      ['run', '--suite', 'toy_math', '--attempts', '2', '--run-id', 'crashing', '--adapter', 'module', '--no-sandbox', '--adapter-config', JSON.stringify({ path: join(import.meta.dirname, 'agents', 'throws.mjs') }), '--json'],
       stack.env,
     )
-    expect(crash.status, crash.stderr).toBe(0)
+    // every attempt a harness error: the run is degraded (exit code 7)
+    expect(crash.status, crash.stderr).toBe(7)
     const statsRun = forge(['stats', '--run-id', 'browser1', '--json'], stack.env)
     stats = JSON.parse(statsRun.stdout) as RunStats
     const written = forge(['report', '--run-id', 'browser1', '--out', join(out, 'report.html'), '--json'], stack.env)
