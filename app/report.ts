@@ -144,7 +144,8 @@ function stampsView(run: RunRecord | undefined, models: { model: string; n: numb
     status: run?.status ?? 'no run record',
     started_at: run?.started_at ?? null,
     finished_at: run?.finished_at ?? null,
-    planned_attempts: run ? run.attempts * run.task_count : null,
+    // what the workflow planned (a sequential run's early stops plan fewer); runs before the completeness check lack it
+    planned_attempts: run ? (run.planned_attempts > 0 ? run.planned_attempts : run.attempts * run.task_count) : null,
     judge: run === undefined || run.judge_model === '' ? 'none' : `${run.judge_model}${run.judge_prompt_version ? ` (prompt ${run.judge_prompt_version})` : ''}`,
   }
 }

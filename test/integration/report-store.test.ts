@@ -18,6 +18,8 @@ import { rateOf } from '../../core/stats.js'
 import { directReader, openClickHouse, type ClickHouseClient, type StoreReader } from '../../store/clickhouse.js'
 import { migrate } from '../../store/migrations.js'
 import { attemptPage } from '../../store/report-queries.js'
+import { rowToRun } from '../../store/converters.js'
+import { insertRuns } from '../../store/repositories.js'
 import { storeSyntheticRun } from './report-fixture.js'
 
 let dir: string
@@ -44,6 +46,17 @@ afterAll(async () => {
 })
 
 describe('report aggregates from the store', () => {
+  it('says how many attempts a run planned: the stored count of a sequential run whose tasks stopped early, else tasks × attempts', async () => {
+    expect((await buildRunReport(reader, { runId: RUN, now: 0 })).stamps.planned_attempts).toBe(TASKS.length * PER_TASK)
+    await storeSyntheticRun(client, 'seq1', TASKS, 8)
+    // up to 10 attempts per task, but the tasks stopped early: the workflow planned (and stored) 24 of 3 × 10
+    const [run] = await reader.query<Record<string, unknown>>("SELECT * FROM runs FINAL WHERE run_id = 'seq1'")
+    await insertRuns(client, [{ ...rowToRun(run as never), attempts: 10, planned_attempts: 24, final_stored: 24, updated_at: 1_764_470_200_000 }])
+    const model = await buildRunReport(reader, { runId: 'seq1', now: 0 })
+    expect(model.stamps.planned_attempts).toBe(24)
+    expect(renderReport(model)).toContain('24 stored of 24 planned')
+  })
+
   it('computes recovery under injected faults, per kind and by faults met, as the attempts say', async () => {
     const model = await buildRunReport(reader, { runId: RUN, now: 0 })
     const faultsOf = (a: AttemptResult) => a.tool_calls.filter((c) => c.injected_fault !== undefined).length
