@@ -15,7 +15,7 @@ import { stackUp } from '../stack/local-stack.js'
 import { superviseStack } from '../stack/supervisor.js'
 import type { RunWorkflow, RunWorkflowInput } from '../workflows/run.js'
 import { awaitRunResult, followProgress, reportRun, type RunEvent, type RunReport } from './run.js'
-import { startWorkerPool, type WorkerPool } from './worker-pool.js'
+import { startWorkerPool, workerLayoutNote, type WorkerPool } from './worker-pool.js'
 
 export interface ResumeOptions {
   run_id: string
@@ -58,6 +58,7 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
         runId: plan.run_id,
         onRestart: ({ slot, pid, exit }) => onEvent({ kind: 'stack', message: `worker ${slot} died (${exit}); started again as pid ${pid}` }),
       })
+      if (pool.layout.processes < opts.workers) onEvent({ kind: 'stack', message: workerLayoutNote(opts.workers, pool.layout) })
       await pool.ready
       onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
     }

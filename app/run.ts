@@ -23,7 +23,7 @@ import type { RunConfigInput } from './run-config.js'
 import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
-import { startWorkerPool } from './worker-pool.js'
+import { startWorkerPool, workerLayoutNote } from './worker-pool.js'
 import { tracesUrl } from './otlp.js'
 import { describeOtlpExport, followOtlpExports, type OtlpRunSummary } from './otlp-live.js'
 import { localModelConcurrency, startRunModelServer } from './local-model.js'
@@ -113,6 +113,7 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
   try {
     const progress = followProgress(nc, plan.run_id, tasks, plan.attempts, onEvent)
     observer = observe?.(nc, plan.run_id, tasks.length * plan.attempts)
+    if (pool.layout.processes < run.workers) onEvent({ kind: 'stack', message: workerLayoutNote(run.workers, pool.layout) })
     await pool.ready
     onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
     const result = await runWorkflow(

@@ -7,11 +7,14 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
-import { settingsEnv } from '../config/index.js'
+import { availableParallelism } from 'node:os'
+import { readSetting, settingsEnv } from '../config/index.js'
 import { distEntry } from '../stack/paths.js'
 import { busAccessEnv } from '../store/bus-auth.js'
 
 export interface WorkerPool {
+  /** how the requested workers were laid out on this machine: processes × attempt slots each */
+  layout: WorkerLayout
   /** the live worker of each slot (a restarted worker replaces its predecessor) */
   workers: ChildProcess[]
   /** resolves when every worker said it is ready */
@@ -20,7 +23,10 @@ export interface WorkerPool {
 }
 
 export interface WorkerPoolOptions {
+  /** workers asked for (--workers): at most `maxProcesses` processes, the rest as attempt slots in them */
   count: number
+  /** default: FORGE_LOCAL_WORKER_PROCESSES, else the larger of 4 and the CPU count */
+  maxProcesses?: number
   temporalAddress: string
   natsUrl: string
   namespace: string
@@ -34,8 +40,36 @@ export interface WorkerPoolOptions {
   env?: Record<string, string>
 }
 
+/** Processes and attempt slots per process for `workers` workers of `concurrency` each. */
+export interface WorkerLayout {
+  processes: number
+  concurrency: number
+}
+
+/**
+ * Lays out `workers` × `concurrency` attempt slots on at most `maxProcesses` local processes: on one
+ * machine a worker process more only costs start-up time and memory once there is one per core, so
+ * `--workers 50` becomes a few processes whose slots add up to at least what 50 would have had.
+ */
+export function workerLayout(workers: number, concurrency: number, maxProcesses: number): WorkerLayout {
+  const processes = Math.max(1, Math.min(workers, maxProcesses))
+  return { processes, concurrency: Math.ceil((workers * concurrency) / processes) }
+}
+
+/** What `forge run` says when it laid out fewer processes than workers. */
+export function workerLayoutNote(workers: number, layout: WorkerLayout): string {
+  return `${workers} workers as ${layout.processes} worker processes × ${layout.concurrency} attempt slots (FORGE_LOCAL_WORKER_PROCESSES; more processes than cores only cost start-up and memory)`
+}
+
+/** FORGE_LOCAL_WORKER_PROCESSES, or (0, auto) the larger of 4 and the CPU count. */
+export function maxLocalWorkerProcesses(env: NodeJS.ProcessEnv = process.env): number {
+  const setting = readSetting('localWorkerProcesses', env)
+  return setting > 0 ? setting : Math.max(4, availableParallelism())
+}
+
 export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   mkdirSync(opts.logDir, { recursive: true })
+  const layout = workerLayout(opts.count, opts.concurrency, opts.maxProcesses ?? maxLocalWorkerProcesses())
   const entry = distEntry('workers/worker-process.js')
   let stopping = false
   const spawnWorker = (slot: number): ChildProcess => {
@@ -55,7 +89,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
             temporalNamespace: opts.namespace,
             taskQueue: opts.taskQueue,
             workerId: `${opts.runId}-w${slot}`,
-            workerConcurrency: opts.concurrency,
+            workerConcurrency: layout.concurrency,
             exitWithParent: true,
             workerRunId: opts.runId,
           }),
@@ -67,7 +101,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       closeSync(fd)
     }
   }
-  const workers = Array.from({ length: opts.count }, (_, slot) => spawnWorker(slot))
+  const workers = Array.from({ length: layout.processes }, (_, slot) => spawnWorker(slot))
   const ready = Promise.all(
     workers.map(
       (child, i) =>
@@ -92,6 +126,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     () => undefined,
   )
   return {
+    layout,
     workers,
     ready,
     async stop() {

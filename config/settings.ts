@@ -124,6 +124,13 @@ export const SETTINGS = {
     defaultText: '100',
     schema: wholeNumber(1, 10_000),
   }),
+  localWorkerProcesses: define({
+    variable: 'FORGE_LOCAL_WORKER_PROCESSES',
+    description: 'At most this many worker processes for a local forge run; more --workers become attempt slots in them (0: the larger of 4 and the CPU count)',
+    fallback: 0,
+    defaultText: '0 (auto)',
+    schema: wholeNumber(0, 256),
+  }),
   exitWithParent: define({
     variable: 'FORGE_EXIT_WITH_PARENT',
     description: 'A worker process stops when its parent (forge run) is gone (1) or not (0)',

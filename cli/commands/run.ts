@@ -55,7 +55,7 @@ export default class Run extends ForgeCommand {
     adapter: Flags.string({ char: 'a', summary: `Agent adapter: ${adapterNames().join(', ')} (forge adapters list shows each one's --adapter-config).`, default: 'mock' }),
     attempts: Flags.integer({ char: 'n', summary: 'Attempts per task.', default: 5 }),
     seed: Flags.string({ summary: 'Run seed: the same seed reproduces the mock agent and fault decisions.' }),
-    workers: Flags.integer({ char: 'w', summary: 'Worker processes to start for this run (more help only with more cores).', default: 1 }),
+    workers: Flags.integer({ char: 'w', summary: 'Workers for this run: locally at most max(4, CPUs) processes (FORGE_LOCAL_WORKER_PROCESSES), further workers become attempt slots in them.', default: 1 }),
     concurrency: Flags.integer({ summary: 'Attempts each worker runs at once.', default: 50 }),
     task: Flags.string({ char: 't', summary: 'Only this task (repeatable).', multiple: true }),
     'run-id': Flags.string({ summary: 'Use this run id instead of a generated one.' }),
