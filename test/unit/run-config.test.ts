@@ -196,6 +196,7 @@ describe('planRun', () => {
       suite: 'toy_math',
       task_ids: ['decimal_division', 'paren_product', 'precedence'],
       attempts: 3,
+      attempts_per_activity: 10,
       adapter: 'mock',
       adapter_config: { skill: 0.5 },
       seed: 's',
