@@ -6,7 +6,7 @@
  * (The oracle is the one adapter that receives the golden, by design; see oracle.test.ts.)
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { AgentAdapter, LoadedSuite } from '../../core/plugins.js'
 import { httpAdapter } from '../../engine/adapters/http.js'
@@ -108,8 +108,12 @@ describe('payload isolation', () => {
     expect(Object.keys(dump.stdin.payload).sort()).toEqual(['budget', 'disallowed_tools', 'input', 'instruction', 'tools'])
     const allowedEnv = ['PATH', 'HOME', 'LANG', 'TMPDIR', ...(extra.protocol === 'http' ? ['FORGE_TOOL_URL', 'FORGE_TOOL_TOKEN'] : [])]
     expect(Object.keys(dump.env).filter((k) => !allowedEnv.includes(k))).toEqual([])
-    // a fresh empty directory (the sandbox's own tmpfs), not the worker's (which may hold the suite)
-    expect(dump.files).toEqual({})
+    // a fresh empty directory (the sandbox's own tmpfs), not the worker's (which may hold the suite): no file,
+    // and no directory but those on the way to the agent's own code when a checkout lies under /tmp (its mountpoint)
+    const agentDir = relative('/tmp', dirname(agentPath('dump-everything.mjs')))
+    const entries = (tree: Record<string, unknown>, prefix = ''): string[] =>
+      Object.entries(tree).flatMap(([name, value]) => (typeof value === 'object' && value !== null ? [`${prefix}${name}/`, ...entries(value as Record<string, unknown>, `${prefix}${name}/`)] : [`${prefix}${name}`]))
+    expect(entries(dump.files).filter((entry) => !`${agentDir}/`.startsWith(entry))).toEqual([])
     expect(dump.cwd).toBe('/tmp')
   })
 
