@@ -8,13 +8,11 @@
  *   the faults part the fault wrapper's cost per tool call with and without a profile (bench/fault-bench.ts);
  *   the sandbox part the agent sandbox's cost per attempt, on and off (bench/sandbox-bench.ts)
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { runSuite } from '../app/run.js'
 import type { AttemptResult } from '../core/contracts/index.js'
 import { resolveConfig } from '../stack/config.js'
-import { readStackState, stackDown, stackUp } from '../stack/local-stack.js'
 import { openClickHouse } from '../store/clickhouse.js'
 import { migrate } from '../store/migrations.js'
 import { insertAttempts, insertRuns } from '../store/repositories.js'
@@ -25,86 +23,7 @@ import { reportAtScale, uiAtScale } from './report-bench.js'
 import { modelServerBench } from './model-bench.js'
 import { faultWrapperBench } from './fault-bench.js'
 import { sandboxOverhead } from './sandbox-bench.js'
-
-function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
-  try {
-    const match = new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-    return match ? Number(match[1]) : 0
-  } catch {
-    return 0
-  }
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat; 0 once it is gone. */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / 100 // utime + stime in clock ticks (USER_HZ = 100)
-  } catch {
-    return 0
-  }
-}
-
-async function endToEnd(attemptsTotal: number, workers: number): Promise<void> {
-  const home = mkdtempSync(join(tmpdir(), 'forge-bench-'))
-  const config = resolveConfig({ ...process.env, FORGE_HOME: home, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' })
-  try {
-    await stackUp(config)
-    const state = readStackState(home)
-    const peaks = new Map<string, number>()
-    const watch = new Map<string, number>([
-      ['temporal', state.temporal?.pid ?? 0],
-      ['nats-server', state.nats?.pid ?? 0],
-      ['ingester', state.ingester?.pid ?? 0],
-      ['cli (this process)', process.pid],
-    ])
-    const cpuAtStart = new Map<string, number>()
-    const cpuLast = new Map<string, number>()
-    const sample = () => {
-      for (const [name, pid] of watch) {
-        peaks.set(name, Math.max(peaks.get(name) ?? 0, rssKiB(pid)))
-        const cpu = cpuSeconds(pid)
-        if (cpu > 0) cpuLast.set(name, cpu)
-      }
-    }
-    const timer = setInterval(sample, 100)
-    const perTask = Math.ceil(attemptsTotal / 5)
-    // warm-up run: JIT, workflow bundle load, SQLite pages
-    await runSuite(config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers, concurrency: 100, seed: 'warm' })
-    for (const [name, pid] of watch) cpuAtStart.set(name, cpuSeconds(pid))
-    const runStarted = performance.now()
-    let workersReadyMs = 0
-    const report = await runSuite(
-      config,
-      { suite: 'smoke', adapter: 'mock', attempts: perTask, workers, concurrency: 100, seed: 'bench', max_in_flight: 100 },
-      (event) => {
-        if (event.kind === 'workers') {
-          workersReadyMs = performance.now() - runStarted
-          event.pids.forEach((pid, i) => watch.set(`worker ${i}`, pid))
-        }
-      },
-    )
-    sample()
-    clearInterval(timer)
-    console.log(`end to end: ${report.expected_attempts} attempts (smoke × ${perTask}) on ${workers} workers`)
-    console.log(`  wall ${(report.wall_ms / 1000).toFixed(2)} s → ${report.attempts_per_second.toFixed(1)} attempts/s (target ≥ 100)`)
-    const untilStored = (performance.now() - runStarted) / 1000
-    console.log(`  of which worker start-up ${(workersReadyMs / 1000).toFixed(2)} s; plan → every row stored ${untilStored.toFixed(2)} s → ${(report.expected_attempts / untilStored).toFixed(1)} attempts/s`)
-    console.log(`  stored rows ${report.attempts} of ${report.expected_attempts}; not executed ${report.not_executed}`)
-    console.log('  peak RSS by process:')
-    for (const [name, kib] of peaks) console.log(`    ${name.padEnd(20)} ${(kib / 1024).toFixed(0).padStart(6)} MiB`)
-    // where the time goes: CPU each process used during the measured run (a worker is new, so all of its own)
-    console.log('  CPU seconds by process during the measured run (user + system):')
-    for (const [name, last] of cpuLast) {
-      const used = last - (cpuAtStart.get(name) ?? 0)
-      console.log(`    ${name.padEnd(20)} ${used.toFixed(2).padStart(6)} s (${((used * 1000) / report.expected_attempts).toFixed(2)} ms/attempt)`)
-    }
-  } finally {
-    await stackDown(config)
-    rmSync(home, { recursive: true, force: true })
-  }
-}
+import { engineVsForgeRun } from './throughput-bench.js'
 
 async function ingest(rows: number): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'forge-bench-ch-'))
@@ -203,7 +122,7 @@ async function statsAtScale(rows: number): Promise<void> {
 }
 
 const { attempts, workers, only } = resolveConfig().bench
-if (!only || only === 'e2e') await endToEnd(attempts, workers)
+if (!only || only === 'e2e') await engineVsForgeRun(attempts, workers)
 if (!only || only === 'ingest') await ingest(100_000)
 if (!only || only === 'stats') await statsAtScale(1_000_000)
 if (!only || only === 'report') await reportAtScale(10_000)

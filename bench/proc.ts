@@ -1,0 +1,89 @@
+/**
+ * Reading processes from /proc for the benches: resident memory and CPU seconds, and a sampler that
+ * keeps a series per named process (RSS start / peak / end, CPU used between two marks).
+ */
+import { readFileSync } from 'node:fs'
+import { summarizeSeries, type SeriesSummary } from './measure.js'
+
+/** a process's resident set (VmRSS) or its high-water mark (VmHWM) in KiB; 0 once it is gone */
+export function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  try {
+    const match = new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return match ? Number(match[1]) : 0
+  } catch {
+    return 0
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat; 0 once it is gone */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100 // utime + stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return 0
+  }
+}
+
+/** Samples named processes' RSS and CPU; a name may be re-pointed at a new pid (a restarted worker). */
+export class ProcessSampler {
+  private readonly pids = new Map<string, number>()
+  private readonly rss = new Map<string, number[]>()
+  private readonly cpuLast = new Map<string, number>()
+  private readonly cpuMark = new Map<string, number>()
+  private timer: NodeJS.Timeout | undefined
+
+  watch(name: string, pid: number | undefined): void {
+    if (pid === undefined || pid <= 0) return
+    this.pids.set(name, pid)
+    if (!this.rss.has(name)) this.rss.set(name, [])
+  }
+
+  sample(): void {
+    for (const [name, pid] of this.pids) {
+      this.rss.get(name)!.push(rssKiB(pid))
+      const cpu = cpuSeconds(pid)
+      if (cpu > 0) this.cpuLast.set(name, cpu)
+    }
+  }
+
+  /** samples every `ms` until stop() */
+  start(ms: number): this {
+    this.sample()
+    this.timer = setInterval(() => this.sample(), ms)
+    return this
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+    this.timer = undefined
+    this.sample()
+  }
+
+  /** CPU seconds so far of every watched process become the zero of cpuUsed() */
+  markCpu(): void {
+    for (const [name, pid] of this.pids) this.cpuMark.set(name, cpuSeconds(pid))
+  }
+
+  /** CPU seconds each process used since markCpu() (all of it for a process watched after the mark) */
+  cpuUsed(): Map<string, number> {
+    const used = new Map<string, number>()
+    for (const [name, last] of this.cpuLast) used.set(name, last - (this.cpuMark.get(name) ?? 0))
+    return used
+  }
+
+  /** RSS start / peak / end (KiB) of each watched process over its samples */
+  rssSeries(): Map<string, SeriesSummary> {
+    const series = new Map<string, SeriesSummary>()
+    for (const [name, samples] of this.rss) {
+      const summary = summarizeSeries(samples)
+      if (summary !== undefined) series.set(name, summary)
+    }
+    return series
+  }
+
+  names(): string[] {
+    return [...this.pids.keys()]
+  }
+}

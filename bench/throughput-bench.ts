@@ -1,0 +1,80 @@
+/**
+ * FORGE_BENCH_ONLY=e2e (issue 15): `forge run` end to end against Forge's own engine in one process,
+ * on the same workload in the same bench run — the smoke suite's 5 tasks × (attempts / 5), the mock
+ * agent, the tasks' graders, concurrency 100. The in-process loop runs first and last (their mean is
+ * the reference; the two apart show drift on a shared machine), `forge run` in between on a warm stack.
+ * Targets: forge run ≥ 500 attempts/s, and within 1.5× of the in-process loop.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { runSuite, type RunConfigInput } from '../app/run.js'
+import { resolveConfig, type ForgeConfig } from '../config/index.js'
+import { stackDown, stackUp } from '../stack/local-stack.js'
+import { describeForgeRun, measureForgeRun, type ForgeRunMeasurement } from './forge-run.js'
+import { inProcessEngineLoop, type InProcessReport } from './in-process.js'
+import { atLeast, describeTarget, fixed, mean, ratioTarget } from './measure.js'
+
+export const SMOKE_TASKS = 5
+export const BENCH_CONCURRENCY = 100
+
+/** The bench's workload of `attemptsTotal` attempts (smoke × attemptsTotal / 5, mock, concurrency 100). */
+export function smokeWorkload(attemptsTotal: number, workers: number, seed: string): RunConfigInput {
+  return { suite: 'smoke', adapter: 'mock', attempts: Math.ceil(attemptsTotal / SMOKE_TASKS), workers, concurrency: BENCH_CONCURRENCY, seed, max_in_flight: BENCH_CONCURRENCY }
+}
+
+/** A config whose embedded stack lives in a new temporary FORGE_HOME (nothing external). */
+export function benchConfig(prefix: string): { config: ForgeConfig; home: string } {
+  const home = mkdtempSync(join(tmpdir(), prefix))
+  return { home, config: resolveConfig({ ...process.env, FORGE_HOME: home, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' }) }
+}
+
+/** Brings the stack up and warms both paths (JIT, the workflow bundle, SQLite pages, the suite cache). */
+export async function warmUp(config: ForgeConfig, workers: number): Promise<void> {
+  await stackUp(config)
+  await runSuite(config, { ...smokeWorkload(10, workers, 'warm'), attempts: 2 })
+  await inProcessEngineLoop(config, smokeWorkload(100, 1, 'warm'))
+}
+
+export interface EngineVsRun {
+  inProcess: [InProcessReport, InProcessReport]
+  forgeRun: ForgeRunMeasurement
+}
+
+/** in-process, forge run, in-process: on a stack that is up and warm */
+export async function measureEngineVsRun(config: ForgeConfig, attemptsTotal: number, workers: number): Promise<EngineVsRun> {
+  const first = await inProcessEngineLoop(config, smokeWorkload(attemptsTotal, 1, 'bench'))
+  const forgeRun = await measureForgeRun(config, smokeWorkload(attemptsTotal, workers, 'bench'))
+  const last = await inProcessEngineLoop(config, smokeWorkload(attemptsTotal, 1, 'bench'))
+  return { inProcess: [first, last], forgeRun }
+}
+
+export function describeEngineVsRun(m: EngineVsRun): string[] {
+  const [first, last] = m.inProcess
+  const engine = mean([first.attempts_per_second, last.attempts_per_second])
+  const run = m.forgeRun.report.attempts_per_second
+  const inProcessLine = (label: string, r: InProcessReport) =>
+    `${label}: ${r.attempts} attempts, concurrency ${r.concurrency}, wall ${(r.wall_ms / 1000).toFixed(2)} s → ${fixed(r.attempts_per_second)} attempts/s, CPU ${((r.cpu_s * 1000) / r.attempts).toFixed(2)} ms/attempt (${r.published.messages} messages, ${(r.published.bytes / r.attempts / 1024).toFixed(1)} KiB per attempt; outcomes ${JSON.stringify(r.outcomes)})`
+  return [
+    inProcessLine('in-process engine loop (first)', first),
+    ...describeForgeRun(m.forgeRun, 'forge run (stack up, warm)'),
+    inProcessLine('in-process engine loop (last)', last),
+    `forge run ${fixed(run)} attempts/s; in-process ${fixed(engine)} attempts/s (mean of ${fixed(first.attempts_per_second)} and ${fixed(last.attempts_per_second)}); in-process ÷ forge run = ${fixed(engine / run)}×`,
+    `  ${describeTarget(atLeast('forge run', run, 500, 'attempts/s'))}`,
+    `  ${describeTarget(ratioTarget('forge run vs in-process', run, engine, 1.5, 'within'))}`,
+  ]
+}
+
+/** The e2e part: a fresh stack, warm-up, in-process / forge run / in-process, targets; the stack goes down after. */
+export async function engineVsForgeRun(attemptsTotal: number, workers: number): Promise<void> {
+  const { config, home } = benchConfig('forge-bench-')
+  try {
+    await warmUp(config, workers)
+    const measured = await measureEngineVsRun(config, attemptsTotal, workers)
+    console.log(`end to end: smoke × ${Math.ceil(attemptsTotal / SMOKE_TASKS)}, mock agent, concurrency ${BENCH_CONCURRENCY}, ${workers} worker(s)`)
+    for (const line of describeEngineVsRun(measured)) console.log(line)
+  } finally {
+    await stackDown(config)
+    rmSync(home, { recursive: true, force: true })
+  }
+}

@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest'
+import {
+  atLeast,
+  doublings,
+  fixed,
+  formatTable,
+  harnessLimited,
+  idealRate,
+  mean,
+  perSecond,
+  ratioTarget,
+  runPool,
+  steadyRate,
+  summarizeSeries,
+} from '../../bench/measure.js'
+
+describe('runPool', () => {
+  it('runs every index exactly once, never more than `concurrency` at once, and fills the window', async () => {
+    let running = 0
+    let most = 0
+    const seen: number[] = []
+    const gates: Array<() => void> = []
+    const pool = runPool(10, 3, async (index) => {
+      running++
+      most = Math.max(most, running)
+      seen.push(index)
+      // each call waits until the test releases it: the window is observable without timers
+      await new Promise<void>((resolve) => gates.push(resolve))
+      running--
+      return index * 2
+    })
+    while (seen.length < 10) {
+      await Promise.resolve()
+      await Promise.resolve()
+      gates.shift()?.()
+    }
+    while (gates.length > 0) gates.shift()?.()
+    expect(await pool).toEqual([0, 2, 4, 6, 8, 10, 12, 14, 16, 18])
+    expect([...seen].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    expect(most).toBe(3)
+  })
+
+  it('handles fewer items than lanes and no items', async () => {
+    expect(await runPool(2, 100, (i) => Promise.resolve(i))).toEqual([0, 1])
+    expect(await runPool(0, 4, (i) => Promise.resolve(i))).toEqual([])
+  })
+
+  it('rejects when a call rejects, and refuses a bad count or concurrency by name', async () => {
+    await expect(runPool(3, 2, (i) => (i === 1 ? Promise.reject(new Error('boom')) : Promise.resolve(i)))).rejects.toThrow('boom')
+    await expect(runPool(3, 0, (i) => Promise.resolve(i))).rejects.toThrow('runPool: concurrency must be a whole number ≥ 1, got 0')
+    await expect(runPool(-1, 2, (i) => Promise.resolve(i))).rejects.toThrow('runPool: count must be a whole number ≥ 0, got -1')
+  })
+})
+
+describe('series and rates', () => {
+  it('summarizes start, peak and end, skipping zeros of a process not yet started or gone', () => {
+    expect(summarizeSeries([0, 100, 300, 250, 0])).toEqual({ start: 100, peak: 300, end: 250, samples: 3 })
+    expect(summarizeSeries([0, 0])).toBeUndefined()
+  })
+
+  it('computes means and per-second rates', () => {
+    expect(mean([2, 4])).toBe(3)
+    expect(mean([])).toBeNaN()
+    expect(perSecond(1000, 2000)).toBe(500)
+    expect(perSecond(5, 0)).toBe(5000)
+  })
+
+  it('measures the steady rate over the middle of the finishes, whatever their order', () => {
+    // 11 finishes, one every 10 ms, plus a slow start and a straggler outside the middle 80 %
+    const finishes = [0, 500, 510, 520, 530, 540, 550, 560, 570, 580, 2000]
+    expect(steadyRate([...finishes].reverse())).toBeCloseTo(100, 6) // 8 intervals over 80 ms (finish #1 … #9)
+    expect(steadyRate([1, 2], 0, 1)).toBe(1000)
+    expect(steadyRate([5])).toBeUndefined()
+    expect(() => steadyRate([1, 2], 0.9, 0.1)).toThrow('steadyRate: need 0 ≤ from < to ≤ 1, got 0.9, 0.1')
+  })
+})
+
+describe('targets', () => {
+  it('checks a minimum', () => {
+    expect(atLeast('forge run', 612.4, 500, 'attempts/s')).toEqual({ target: 'forge run ≥ 500 attempts/s', met: true, detail: '612 attempts/s' })
+    expect(atLeast('forge run', 95.5, 500, 'attempts/s').met).toBe(false)
+  })
+
+  it('checks "at least N× a peer" and "within N× of the in-process loop"', () => {
+    expect(ratioTarget('forge run vs promptfoo', 300, 50, 5, 'at-least')).toEqual({ target: 'forge run vs promptfoo ≥ 5×', met: true, detail: '6.00×' })
+    expect(ratioTarget('forge run vs promptfoo', 200, 50, 5, 'at-least').met).toBe(false)
+    expect(ratioTarget('forge run vs in-process', 400, 560, 1.5, 'within')).toEqual({ target: 'forge run vs in-process within 1.5×', met: true, detail: '1.40×' })
+    expect(ratioTarget('forge run vs in-process', 100, 160, 1.5, 'within').met).toBe(false)
+  })
+})
+
+describe('scaling curve', () => {
+  it('gives the ideal line of a latency-bound agent and the doubling points', () => {
+    expect(idealRate(1, 200)).toBe(5)
+    expect(idealRate(64, 200)).toBe(320)
+    expect(doublings(128)).toEqual([1, 2, 4, 8, 16, 32, 64, 128])
+    expect(doublings(100)).toEqual([1, 2, 4, 8, 16, 32, 64])
+  })
+
+  it('says the harness is the limit when a point falls below half its ideal, or doubling gains under 10 %', () => {
+    expect(harnessLimited([], 200)).toBe(false)
+    expect(harnessLimited([{ slots: 1, attemptsPerSecond: 4.8 }, { slots: 2, attemptsPerSecond: 9.5 }], 200)).toBe(false)
+    expect(harnessLimited([{ slots: 64, attemptsPerSecond: 150 }], 200)).toBe(true) // ideal 320
+    expect(
+      harnessLimited(
+        [
+          { slots: 32, attemptsPerSecond: 150 },
+          { slots: 64, attemptsPerSecond: 162 },
+        ],
+        400,
+      ),
+    ).toBe(true) // 162 ≥ half of 160, but doubling gained 8 %
+  })
+})
+
+describe('formatting', () => {
+  it('pads columns, right-aligns numeric ones and rounds figures sensibly', () => {
+    expect(
+      formatTable(
+        ['harness', 'attempts/s'],
+        [
+          ['forge run', 512.3],
+          ['inspect', 12.34],
+        ],
+      ),
+    ).toBe(['harness    attempts/s', '---------  ----------', 'forge run         512', 'inspect          12.3'].join('\n'))
+    expect([fixed(1234.5), fixed(56.78), fixed(1.234), fixed(0.01234), fixed(Number.NaN)]).toEqual(['1235', '56.8', '1.23', '0.0123', 'NaN'])
+  })
+})
