@@ -48,7 +48,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** Every setting, by the name the code uses. */
 /** The parts of `npm run bench` (bench/run-bench.ts), each runnable alone with FORGE_BENCH_ONLY. */
-export const BENCH_PARTS = ['e2e', 'ingest', 'stats', 'report', 'ui', 'model', 'faults', 'sandbox'] as const
+export const BENCH_PARTS = ['e2e', 'ingest', 'stats', 'report', 'ui', 'model', 'faults', 'sandbox', 'latency', 'scale'] as const
 export type BenchPart = (typeof BENCH_PARTS)[number]
 
 export const SETTINGS = {
@@ -246,6 +246,7 @@ export const SETTINGS = {
   benchModel: define({ variable: 'FORGE_BENCH_MODEL', description: 'npm run bench: the local model of the model part', fallback: 'local', defaultText: 'local', schema: text }),
   python: define({ variable: 'FORGE_PYTHON', description: 'The Python interpreter of the pydantic-ai adapter', fallback: 'python3', defaultText: 'python3', schema: text }),
   benchAttempts: define({ variable: 'FORGE_BENCH_ATTEMPTS', description: 'npm run bench: attempts of the end-to-end part', fallback: 1000, defaultText: '1000', schema: wholeNumber(1, 10_000_000) }),
+  benchScaleAttempts: define({ variable: 'FORGE_BENCH_SCALE_ATTEMPTS', description: 'npm run bench: attempts of the scale part (one smoke run)', fallback: 100_000, defaultText: '100000', schema: wholeNumber(5, 10_000_000) }),
   benchWorkers: define({ variable: 'FORGE_BENCH_WORKERS', description: 'npm run bench: worker processes', fallback: 1, defaultText: '1', schema: wholeNumber(1, 256) }),
   benchOnly: define({
     variable: 'FORGE_BENCH_ONLY',
