@@ -27,16 +27,18 @@ export async function runPool<T>(count: number, concurrency: number, work: (inde
 /** start / peak / end of a series sampled over a run (e.g. a process's RSS every second) */
 export interface SeriesSummary {
   start: number
+  /** the sample halfway through: with start and end, whether the series stayed flat */
+  middle: number
   peak: number
   end: number
   samples: number
 }
 
-/** start, peak and end of the samples, ignoring zeros (a process not yet started or already gone); undefined when none remain */
+/** start, middle, peak and end of the samples, ignoring zeros (a process not yet started or already gone); undefined when none remain */
 export function summarizeSeries(samples: readonly number[]): SeriesSummary | undefined {
   const present = samples.filter((value) => value > 0)
   if (present.length === 0) return undefined
-  return { start: present[0]!, peak: Math.max(...present), end: present.at(-1)!, samples: present.length }
+  return { start: present[0]!, middle: present[Math.floor((present.length - 1) / 2)]!, peak: Math.max(...present), end: present.at(-1)!, samples: present.length }
 }
 
 /** arithmetic mean; NaN for no values */

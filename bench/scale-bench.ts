@@ -33,6 +33,7 @@ export async function scaleSweep(workers: number): Promise<void> {
   const sampler = new ProcessSampler()
   let report: RunReport | undefined
   let failure: unknown
+  let runId = ''
   const started = performance.now()
   const finishes = followFinishes()
   const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`
@@ -57,7 +58,10 @@ export async function scaleSweep(workers: number): Promise<void> {
         (event) => {
           if (event.kind === 'workers') event.pids.forEach((pid, i) => sampler.watch(`worker ${i}`, pid))
           else if (event.kind === 'stack' || event.kind === 'notice') console.log(`  [${elapsed()}] ${event.message}`)
-          else if (event.kind === 'started') console.log(`  [${elapsed()}] run ${event.run_id} started`)
+          else if (event.kind === 'started') {
+            runId = event.run_id
+            console.log(`  [${elapsed()}] run ${event.run_id} started`)
+          }
           else if (event.kind === 'ingesting') console.log(`  [${elapsed()}] ingesting: ${event.stored} of ${event.expected} stored`)
         },
         undefined,
@@ -73,20 +77,26 @@ export async function scaleSweep(workers: number): Promise<void> {
     if (failure !== undefined) {
       console.log(`scale: the run FAILED after ${(wallMs / 1000).toFixed(1)} s (${finishes.times.length} attempts had finished): ${failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure)}`)
     }
-    const runId = report?.run_id ?? ''
     if (report !== undefined) {
       console.log(`scale: run ${runId}: status ${report.status}, wall ${(report.wall_ms / 1000).toFixed(1)} s → ${fixed(report.attempts_per_second)} attempts/s (until the report was in hand ${(wallMs / 1000).toFixed(1)} s)`)
-      const steady = steadyRate(finishes.times)
-      if (steady !== undefined) console.log(`  steady rate (10 %–90 % of finishes, from ${finishes.times.length} progress events): ${fixed(steady)} attempts/s`)
-      await storedCounts(config, runId, perTask * SMOKE_TASKS)
-      await histories(endpoints.temporalAddress, config.temporal.namespace, runId)
     }
-    console.log('  RSS by process, sampled every second (start / peak / end):')
-    const rows = [...sampler.rssSeries()].map(([name, s]) => [name, mib(s.start), mib(s.peak), mib(s.end), String(s.samples)] as const)
-    console.log(indent(formatTable(['process', 'start', 'peak', 'end', 'samples'], rows)))
+    const steady = steadyRate(finishes.times)
+    const last = finishes.times.at(-1)
+    if (last !== undefined) console.log(`  the last attempt finished ${((last - runStarted) / 1000).toFixed(1)} s into the run → ${fixed(perSecond(finishes.times.length, last - runStarted))} attempts/s until then`)
+    if (steady !== undefined) console.log(`  steady rate (10 %–90 % of finishes, from ${finishes.times.length} progress events): ${fixed(steady)} attempts/s`)
+    if (runId !== '') {
+      // also after a failure: what did reach the store and Temporal is the point
+      await storedCounts(config, runId, perTask * SMOKE_TASKS).catch((error: unknown) => console.log(`  stored rows could not be counted: ${(error as Error).message}`))
+      await histories(endpoints.temporalAddress, config.temporal.namespace, runId).catch((error: unknown) => console.log(`  Temporal histories could not be read: ${(error as Error).message}`))
+    }
+    console.log('  RSS by process, sampled every second (start / middle / peak / end):')
+    const rows = [...sampler.rssSeries()].map(([name, s]) => [name, mib(s.start), mib(s.middle), mib(s.peak), mib(s.end), String(s.samples)] as const)
+    console.log(indent(formatTable(['process', 'start', 'middle', 'peak', 'end', 'samples'], rows)))
   } finally {
     await stackDown(config).catch((error: unknown) => console.log(`  stack down failed: ${(error as Error).message}`))
-    rmSync(home, { recursive: true, force: true })
+    // a failed run keeps its FORGE_HOME: the processes' logs are under logs/
+    if (failure === undefined) rmSync(home, { recursive: true, force: true })
+    else console.log(`  kept ${home} (logs under ${home}/logs)`)
   }
   if (failure !== undefined) process.exitCode = 1
 }
@@ -104,6 +114,7 @@ async function storedCounts(config: Parameters<typeof openReader>[0], runId: str
     )
     const run = await getRun(reader, runId)
     const final = Number(counts?.final ?? 0)
+    console.log(`  run record: status ${run?.status ?? '(none)'}; audit chain ${run?.audit_head ? `sealed (head ${run.audit_head.slice(0, 12)})` : 'NOT sealed'}`)
     console.log(
       `  stored: ${final} attempt rows (FINAL) of ${planned} planned — ${final === planned ? 'exact' : `OFF BY ${final - planned}`}; ${Number(counts?.raw ?? 0)} rows before merges, ${Number(counts?.uids ?? 0)} distinct attempt_uids; runs.final_stored ${run?.final_stored ?? '(no run record)'}, planned_attempts ${run?.planned_attempts ?? '?'}, missing ${run?.missing_count ?? '?'}`,
     )

@@ -53,8 +53,9 @@ describe('runPool', () => {
 })
 
 describe('series and rates', () => {
-  it('summarizes start, peak and end, skipping zeros of a process not yet started or gone', () => {
-    expect(summarizeSeries([0, 100, 300, 250, 0])).toEqual({ start: 100, peak: 300, end: 250, samples: 3 })
+  it('summarizes start, middle, peak and end, skipping zeros of a process not yet started or gone', () => {
+    expect(summarizeSeries([0, 100, 300, 250, 0])).toEqual({ start: 100, middle: 300, peak: 300, end: 250, samples: 3 })
+    expect(summarizeSeries([10, 20, 30, 40])).toEqual({ start: 10, middle: 20, peak: 40, end: 40, samples: 4 })
     expect(summarizeSeries([0, 0])).toBeUndefined()
   })
 
