@@ -166,7 +166,12 @@ function inProcessRow(label: string, r: InProcessReport): Measured {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { scratch: { type: 'string' }, attempts: { type: 'string', default: '200' }, concurrency: { type: 'string', default: '100' } } })
+  let values: { scratch?: string | undefined; attempts: string; concurrency: string }
+  try {
+    values = parseArgs({ options: { scratch: { type: 'string' }, attempts: { type: 'string', default: '200' }, concurrency: { type: 'string', default: '100' } } }).values
+  } catch (error) {
+    throw new ConfigError(`${(error as Error).message} (flags: --scratch <dir> [--attempts 200] [--concurrency 100])`)
+  }
   if (values.scratch === undefined) throw new ConfigError('--scratch: give the directory run-peers.sh installed promptfoo and Inspect AI into')
   const scratch = resolve(values.scratch)
   const attempts = Number(values.attempts)
@@ -248,4 +253,12 @@ async function main(): Promise<void> {
   }
 }
 
-await main()
+await main().catch((error: unknown) => {
+  // bad flags or a missing install are one line and exit 2; anything else is printed whole
+  if (error instanceof ConfigError) {
+    console.error(`Error: ${error.message}`)
+    process.exit(2)
+  }
+  console.error(error)
+  process.exit(1)
+})
