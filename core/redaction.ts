@@ -310,7 +310,8 @@ export class Redactor {
   /**
    * A JSON-like value with every string (object keys included) redacted; a string under a
    * secret-named key (`password`, `api_key`, …) is replaced whole; an integer that is a card number
-   * becomes its label. Returns a new value; the input is not changed.
+   * becomes its label. The input is not changed; parts of it with nothing to replace are shared
+   * with the value returned.
    */
   value<T>(value: T): T {
     return this.walk(value, undefined) as T
@@ -325,11 +326,29 @@ export class Redactor {
       if (Number.isSafeInteger(value) && value > 0 && isCardNumber(String(value)) && !this.keep.has(String(value))) return this.label('card', String(value))
       return value
     }
-    if (Array.isArray(value)) return value.map((item) => this.walk(item, undefined))
+    // copy on write: a part with nothing to replace is handed back as it is (most of a trace), so
+    // redacting allocates only along the paths to what it replaced
+    if (Array.isArray(value)) {
+      let out: unknown[] | undefined
+      for (let i = 0; i < value.length; i++) {
+        const item: unknown = value[i]
+        const redacted = this.walk(item, undefined)
+        if (out === undefined && redacted !== item) out = value.slice(0, i)
+        out?.push(redacted)
+      }
+      return out ?? value
+    }
     if (value !== null && typeof value === 'object') {
-      const out: Record<string, unknown> = {}
-      for (const [k, v] of Object.entries(value)) out[this.text(k)] = this.walk(v, k)
-      return out
+      const entries = Object.entries(value)
+      let out: Record<string, unknown> | undefined
+      for (let i = 0; i < entries.length; i++) {
+        const [k, v] = entries[i]!
+        const key = this.text(k)
+        const redacted = this.walk(v, k)
+        if (out === undefined && (key !== k || redacted !== v)) out = Object.fromEntries(entries.slice(0, i))
+        if (out !== undefined) out[key] = redacted
+      }
+      return out ?? value
     }
     return value
   }
