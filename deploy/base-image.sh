@@ -79,7 +79,8 @@ options:
   --yarn-version V       yarn 1 in /opt/yarn-vV (default: $yarn_version)
   --mirror URL           Debian mirror (default: $mirror)
   --security-mirror URL  Debian security mirror (default: $security_mirror)
-  --workdir DIR          where the root is assembled (default: a new directory under /var/tmp)
+  --workdir DIR          where the root is assembled: a new or empty directory, removed afterwards
+                         unless --keep-workdir or the build failed (default: a new one under /var/tmp)
   --keep-workdir         keep the assembled root and the npm tarballs afterwards
   -h, --help             this text
 
@@ -100,7 +101,7 @@ die() {
 }
 
 need_value() {
-  [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (see --help)"
+  if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value (see --help)"; fi
 }
 
 while [ $# -gt 0 ]; do
@@ -123,6 +124,8 @@ semver='^[0-9]+\.[0-9]+\.[0-9]+$'
 for pair in "node-version:$node_version" "npm-version:$npm_version" "corepack-version:$corepack_version" "yarn-version:$yarn_version"; do
   [[ ${pair#*:} =~ $semver ]] || die "--${pair%%:*} must be a version like 1.2.3, got \"${pair#*:}\""
 done
+# the work directory is removed afterwards: never one that holds anything else
+if [ -n "$workdir" ] && [ -e "$workdir" ] && [ -n "$(ls -A "$workdir" 2>/dev/null)" ]; then die "--workdir $workdir is not empty"; fi
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap creates device nodes; buildah uses its rootful store)"
 for tool in debootstrap buildah npm tar openssl chroot findmnt; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is not installed (apt-get install debootstrap buildah npm openssl util-linux)"

@@ -71,17 +71,22 @@ describe('deploy/base-image.sh', () => {
     }
   })
 
-  it('refuses an unknown flag, a flag without its value and a malformed version with exit 2, naming them, before anything else', () => {
+  it('refuses an unknown flag, a flag without its value, a malformed version and a non-empty --workdir with exit 2, naming them, before anything else', () => {
     const cases: [string[], string][] = [
       [['--colour', 'blue'], 'base-image.sh: unknown argument "--colour" (see --help)\n'],
       [['--tag'], 'base-image.sh: --tag needs a value (see --help)\n'],
       [['--node-version', '20'], 'base-image.sh: --node-version must be a version like 1.2.3, got "20"\n'],
       [['--yarn-version', '1.22.x'], 'base-image.sh: --yarn-version must be a version like 1.2.3, got "1.22.x"\n'],
     ]
+    const nonEmpty = mkdtempSync(join(tmpdir(), 'forge-base-workdir-'))
+    writeFileSync(join(nonEmpty, 'keep.txt'), 'mine\n')
+    cases.push([['--workdir', nonEmpty], `base-image.sh: --workdir ${nonEmpty} is not empty\n`])
     for (const [args, message] of cases) {
       const result = spawnSync('bash', [baseScript, ...args], { encoding: 'utf8' })
       expect({ args, status: result.status, stdout: result.stdout, stderr: result.stderr }).toEqual({ args, status: 2, stdout: '', stderr: message })
     }
+    expect(readFileSync(join(nonEmpty, 'keep.txt'), 'utf8')).toBe('mine\n')
+    rmSync(nonEmpty, { recursive: true })
   })
 })
 
