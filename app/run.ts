@@ -114,13 +114,15 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     const progress = followProgress(nc, plan.run_id, tasks, plan.attempts, onEvent)
     observer = observe?.(nc, plan.run_id, tasks.length * plan.attempts)
     if (pool.layout.processes < run.workers) onEvent({ kind: 'stack', message: workerLayoutNote(run.workers, pool.layout) })
-    await pool.ready
-    onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
+    // the workflow starts while the workers start up (its first tasks wait on the queue for them): ~0.8 s sooner
+    const workersReady = pool.ready.then(() => onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) }))
+    workersReady.catch(() => undefined)
     const result = await runWorkflow(
       new Client({ connection, namespace: config.temporal.namespace }),
       config.temporal.taskQueue,
       plan,
       signal,
+      workersReady,
       () => onEvent({ kind: 'started', run_id: plan.run_id, tasks: tasks.length, attempts: plan.attempts, total: tasks.length * plan.attempts, workers: run.workers, seed: plan.seed }),
       (message) => onEvent({ kind: 'stack', message }),
     )
@@ -180,6 +182,7 @@ async function runWorkflow(
   taskQueue: string,
   plan: RunPlan,
   signal: AbortSignal | undefined,
+  workersReady: Promise<void>,
   onStarted: () => void,
   onOutage: (message: string) => void,
 ): Promise<RunWorkflowResult> {
@@ -188,6 +191,13 @@ async function runWorkflow(
     .catch((error: unknown) => {
       throw error instanceof WorkflowExecutionAlreadyStartedError ? runIdTakenByTemporal(plan.run_id, error) : error
     })
+  try {
+    await workersReady
+  } catch (error) {
+    // no worker of ours came up: nothing of the run ran, so nothing is left to record
+    await handle.terminate(`forge run: the workers did not start (${error instanceof Error ? error.message : String(error)})`).catch(() => undefined)
+    throw error
+  }
   onStarted()
   return awaitRunResult(handle, plan.run_id, signal, onOutage)
 }
