@@ -129,7 +129,7 @@ done
 # the work directory is removed afterwards: never one that holds anything else
 if [ -n "$workdir" ] && [ -e "$workdir" ] && [ -n "$(ls -A "$workdir" 2>/dev/null)" ]; then die "--workdir $workdir is not empty"; fi
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap creates device nodes; buildah uses its rootful store)"
-for tool in debootstrap buildah npm tar openssl chroot findmnt; do
+for tool in debootstrap buildah npm tar openssl chroot findmnt mountpoint; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is not installed (apt-get install debootstrap buildah npm openssl util-linux)"
 done
 [ -s "$keyring" ] || die "$keyring is missing (apt-get install debian-archive-keyring)"
