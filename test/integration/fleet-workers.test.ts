@@ -228,6 +228,20 @@ describe('forge run --workers 0', () => {
     expect(await storedByWorker('fleet-c')).toEqual({ 'forge-worker-5d8f7-c3': 5 })
     expect(workerLogs()).toEqual([])
   })
+
+  it('forge sweep --workers 0 says so too while no worker polls, and completes once one starts', async () => {
+    const taskQueue = 'forge-fleet-d'
+    const file = join(stack.home, 'fleet-d.yaml')
+    writeFileSync(file, 'name: fleet-d\nsuites: [smoke]\nadapters: [mock]\nattempts: 1\n')
+    const notice = noPollerNotice(taskQueue, stack.config.temporal.namespace)
+    const cli = startCli(['sweep', file, '--workers', '0', '--sweep-id', 'fleet-d'], { ...stack.env, FORGE_TASK_QUEUE: taskQueue })
+    await waitFor('the sweep\'s no-poller notice', () => whenPrinted(cli, notice), 90_000)
+    expect(childrenOf(cli.child.pid!).filter((cmd) => /worker/.test(cmd))).toEqual([])
+    await startChartWorker('forge-worker-5d8f7-d4', stackServers(taskQueue))
+    expect(await cli.exited, cli.output()).toBe(0)
+    expect(cli.output()).toContain(`worker forge-worker-5d8f7-d4 now polls task queue ${taskQueue}`)
+    expect(cli.output().split(notice).length - 1).toBe(1)
+  })
 })
 
 describe('forge run --workers 0 as a fleet Job', () => {
