@@ -2,7 +2,8 @@
  * `forge runs resume RUN` (issue 12): a run survives its CLI. Its workflow keeps running in Temporal
  * (and the workers of a `forge run` that died serve it to its end); resuming re-attaches: it brings
  * the stack up, starts workers when the run still runs, follows it to its end and reports it like
- * `forge run` does, completeness check included.
+ * `forge run` does, completeness check included. `workers: 0` starts none: the run's workers run
+ * elsewhere (a fleet), and while none polls its task queue it says so (app/fleet-workers.ts).
  */
 import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client'
 import { defaultPayloadConverter } from '@temporalio/common'
@@ -11,15 +12,16 @@ import type { ForgeConfig } from '../config/index.js'
 import { ConfigError } from '../core/errors.js'
 import type { RunPlan } from '../core/contracts/index.js'
 import { connectBus } from '../store/bus.js'
-import { stackUp } from '../stack/local-stack.js'
 import { superviseStack } from '../stack/supervisor.js'
+import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import type { RunWorkflow, RunWorkflowInput } from '../workflows/run.js'
 import { awaitRunResult, followProgress, reportRun, type RunEvent, type RunReport } from './run.js'
 import { startWorkerPool, workerLayoutNote, type WorkerPool } from './worker-pool.js'
+import { runEndpoints, watchFleetWorkers } from './fleet-workers.js'
 
 export interface ResumeOptions {
   run_id: string
-  /** worker processes to start when the run is still running */
+  /** worker processes to start when the run is still running; 0: none, workers elsewhere serve it */
   workers: number
   concurrency: number
   ingest_timeout_ms?: number
@@ -27,14 +29,17 @@ export interface ResumeOptions {
 
 /** Re-attaches to a run by id and waits for it like `forge run`; aborting `signal` cancels the run. */
 export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal): Promise<RunReport> {
-  const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
-  const connection = await Connection.connect({ address: endpoints.temporalAddress })
+  if (!Number.isInteger(opts.workers) || opts.workers < 0 || opts.workers > 256) throw new ConfigError(`--workers must be a whole number from 0 to 256, got ${opts.workers}`)
+  const endpoints = await runEndpoints(config, opts.workers, (message) => onEvent({ kind: 'stack', message }))
+  const connection = await Connection.connect(temporalConnectOptions(endpoints.temporalAddress))
   const nc = await connectBus(endpoints.natsUrl, 'forge-resume')
-  const supervisor = superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) })
+  const supervisor = endpoints.local ? superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) }) : undefined
   let pool: WorkerPool | undefined
+  let fleet: { stop(): void } | undefined
   const started = Date.now()
   try {
-    const handle = new Client({ connection, namespace: config.temporal.namespace }).workflow.getHandle<typeof RunWorkflow>(`forge-run-${opts.run_id}`)
+    const client = new Client({ connection, namespace: config.temporal.namespace })
+    const handle = client.workflow.getHandle<typeof RunWorkflow>(`forge-run-${opts.run_id}`)
     let running: boolean
     try {
       running = (await handle.describe()).status.name === 'RUNNING'
@@ -46,7 +51,8 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
     }
     const plan = await planOf(handle)
     const progress = followProgress(nc, plan.run_id, plan.task_ids, plan.attempts, onEvent)
-    if (running) {
+    if (running && opts.workers === 0) fleet = watchFleetWorkers(client, config, onEvent)
+    if (running && opts.workers > 0) {
       pool = startWorkerPool({
         count: opts.workers,
         temporalAddress: endpoints.temporalAddress,
@@ -67,7 +73,8 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
     progress.stop()
     return await reportRun(config, plan, result, Date.now() - started, opts.ingest_timeout_ms ?? 120_000, onEvent)
   } finally {
-    await supervisor.stop()
+    fleet?.stop()
+    await supervisor?.stop()
     await pool?.stop()
     await connection.close()
     await nc.drain().catch(() => undefined)

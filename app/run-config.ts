@@ -36,8 +36,8 @@ const RunConfigObject = z
     attempts: wholeNumber(1, 1_000_000),
     /** the run seed: the same seed reproduces the mock agent and fault decisions; default: random */
     seed: z.string().min(1).optional(),
-    /** worker processes this run starts */
-    workers: wholeNumber(1, 256),
+    /** worker processes this run starts; 0: none, `forge worker` processes elsewhere (a fleet) run it */
+    workers: wholeNumber(0, 256),
     /** attempts each worker process runs at once */
     concurrency: wholeNumber(1, 1000),
     /** only these tasks; empty: every task of the suite */

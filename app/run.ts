@@ -13,9 +13,9 @@ import { ConfigError, ForgeError } from '../core/errors.js'
 import { checkTaskSizes, formatBytes } from '../core/message-size.js'
 import { busMaxPayload, connectBus, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun } from '../store/repositories.js'
-import { stackUp } from '../stack/local-stack.js'
 import { isolationOf } from '../engine/sandbox/config.js'
 import { superviseStack } from '../stack/supervisor.js'
+import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { sealRunWhenStored, type SealReport } from './audit.js'
 import { planRun } from './plan-run.js'
@@ -24,6 +24,7 @@ import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { startWorkerPool, workerLayoutNote } from './worker-pool.js'
+import { refuseLocalModelWithoutWorkers, runEndpoints, watchFleetWorkers } from './fleet-workers.js'
 import { tracesUrl } from './otlp.js'
 import { describeOtlpExport, followOtlpExports, type OtlpRunSummary } from './otlp-live.js'
 import { localModelConcurrency, startRunModelServer } from './local-model.js'
@@ -77,7 +78,8 @@ export interface RunReport extends RunStats {
  */
 export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal, observe?: RunObserver): Promise<RunReport> {
   const { run, suite, tasks, plan, localModel } = await planRun(config, input)
-  const endpoints = await stackUp(config, (message) => onEvent({ kind: 'stack', message }))
+  refuseLocalModelWithoutWorkers(run.workers, localModel)
+  const endpoints = await runEndpoints(config, run.workers, (message) => onEvent({ kind: 'stack', message }))
   // a run id the user chose must be new (generated ones are)
   if (run.run_id !== undefined) await withReader(config, (reader) => refuseReusedRunId(reader, plan.run_id))
   const modelServer = await startRunModelServer(config, localModel, (message) => onEvent({ kind: 'stack', message }))
@@ -93,7 +95,8 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
   }
   // --otlp-url / FORGE_OTLP_URL: workers export spans live and report their counts here
   const otlp = config.otlpUrl === undefined ? undefined : followOtlpExports(nc, plan.run_id, tracesUrl(config.otlpUrl, '--otlp-url'))
-  const pool = startWorkerPool({
+  // --workers 0: no worker here; `forge worker` processes elsewhere (a fleet) run the attempts
+  const pool = run.workers === 0 ? undefined : startWorkerPool({
     count: run.workers,
     temporalAddress: endpoints.temporalAddress,
     natsUrl: endpoints.natsUrl,
@@ -106,22 +109,33 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     env: { ...modelServer.env, ...settingsEnv({ otlpUrl: config.otlpUrl }) },
   })
   // while it waits, forge run restarts whatever of the local stack dies (so does the stack's own supervisor)
-  const supervisor = superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) })
-  const connection = await Connection.connect({ address: endpoints.temporalAddress })
+  const supervisor = endpoints.local ? superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) }) : undefined
+  // a fleet's Temporal may want TLS or an API key (FORGE_TEMPORAL_TLS*, FORGE_TEMPORAL_API_KEY), as its workers do
+  const connection = await Connection.connect(temporalConnectOptions(endpoints.temporalAddress))
   const started = Date.now()
   let observer: { stop(): void } | undefined
+  let fleet: { stop(): void } | undefined
   try {
     const progress = followProgress(nc, plan.run_id, tasks, plan.attempts, onEvent)
     observer = observe?.(nc, plan.run_id, tasks.length * plan.attempts)
-    if (pool.layout.processes < run.workers) onEvent({ kind: 'stack', message: workerLayoutNote(run.workers, pool.layout) })
-    await pool.ready
-    onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
+    // the workflow starts while the workers start up (its first tasks wait on the queue for them): ~0.8 s sooner
+    let workersReady: Promise<void> = Promise.resolve()
+    if (pool !== undefined) {
+      if (pool.layout.processes < run.workers) onEvent({ kind: 'stack', message: workerLayoutNote(run.workers, pool.layout) })
+      workersReady = pool.ready.then(() => onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) }))
+      workersReady.catch(() => undefined)
+    }
+    const client = new Client({ connection, namespace: config.temporal.namespace })
     const result = await runWorkflow(
-      new Client({ connection, namespace: config.temporal.namespace }),
+      client,
       config.temporal.taskQueue,
       plan,
       signal,
-      () => onEvent({ kind: 'started', run_id: plan.run_id, tasks: tasks.length, attempts: plan.attempts, total: tasks.length * plan.attempts, workers: run.workers, seed: plan.seed }),
+      workersReady,
+      () => {
+        onEvent({ kind: 'started', run_id: plan.run_id, tasks: tasks.length, attempts: plan.attempts, total: tasks.length * plan.attempts, workers: run.workers, seed: plan.seed })
+        if (pool === undefined) fleet = watchFleetWorkers(client, config, onEvent)
+      },
       (message) => onEvent({ kind: 'stack', message }),
     )
     progress.stop()
@@ -132,10 +146,11 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     onEvent({ kind: 'notice', message: describeOtlpExport(exported) })
     return { ...report, otlp: exported }
   } finally {
+    fleet?.stop()
     otlp?.stop()
-    await supervisor.stop()
+    await supervisor?.stop()
     observer?.stop()
-    await pool.stop()
+    await pool?.stop()
     await connection.close()
     await nc.drain().catch(() => undefined)
   }
@@ -180,6 +195,7 @@ async function runWorkflow(
   taskQueue: string,
   plan: RunPlan,
   signal: AbortSignal | undefined,
+  workersReady: Promise<void>,
   onStarted: () => void,
   onOutage: (message: string) => void,
 ): Promise<RunWorkflowResult> {
@@ -188,6 +204,13 @@ async function runWorkflow(
     .catch((error: unknown) => {
       throw error instanceof WorkflowExecutionAlreadyStartedError ? runIdTakenByTemporal(plan.run_id, error) : error
     })
+  try {
+    await workersReady
+  } catch (error) {
+    // no worker of ours came up: nothing of the run ran, so nothing is left to record
+    await handle.terminate(`forge run: the workers did not start (${error instanceof Error ? error.message : String(error)})`).catch(() => undefined)
+    throw error
+  }
   onStarted()
   return awaitRunResult(handle, plan.run_id, signal, onOutage)
 }

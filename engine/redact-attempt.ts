@@ -30,8 +30,21 @@ const KEY_FIELDS = new Set(['attempt_uid', 'run_id', 'config_id', 'suite', 'task
  */
 export function attemptRedactor(input: AttemptRedactorInput): Redactor {
   const secrets = [...secretValuesOf(input.processEnv), ...(input.secrets ?? [])]
-  const keepPii = piiValuesIn(`${JSON.stringify(input.task)}\n${input.golden === undefined ? '' : JSON.stringify(input.golden)}`)
-  return new Redactor({ secrets, keepPii })
+  return new Redactor({ secrets, keepPii: taskPii(input.task, input.golden) })
+}
+
+/** The PII a task (and its golden) holds, once per loaded task: every attempt of it keeps the same. */
+const piiOfTasks = new WeakMap<Task, Map<AgentTrace | undefined, string[]>>()
+
+function taskPii(task: Task, golden: AgentTrace | undefined): string[] {
+  let byGolden = piiOfTasks.get(task)
+  if (byGolden === undefined) piiOfTasks.set(task, (byGolden = new Map()))
+  let values = byGolden.get(golden)
+  if (values === undefined) {
+    values = piiValuesIn(`${JSON.stringify(task)}\n${golden === undefined ? '' : JSON.stringify(golden)}`)
+    byGolden.set(golden, values)
+  }
+  return values
 }
 
 /** A result with every field but its keys redacted. */

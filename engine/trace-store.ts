@@ -25,8 +25,7 @@ function withoutTexts(state: EnvState): EnvState {
 
 /** The stored trace of an attempt, cut step by step until it fits `maxBytes`. */
 export function storedTraceOf(result: AttemptResult, trace: AgentTrace, env: EnvironmentView | undefined, storedAt: number, maxBytes = STORED_TRACE_MAX_BYTES): StoredTrace {
-  const stored: StoredTrace = {
-    ...attemptKeyOf(result),
+  const stored: StoredTrace = Object.assign(attemptKeyOf(result), {
     outcome: result.outcome,
     validity: result.validity,
     failure_bucket: result.failure_bucket,
@@ -35,9 +34,9 @@ export function storedTraceOf(result: AttemptResult, trace: AgentTrace, env: Env
     // JSON has no undefined: a trace without an answer (the adapter threw) is stored with output null, or no store would accept it
     trace: trace.output === undefined ? { ...trace, output: null } : trace,
     env: env ?? null,
-    truncated: [],
+    truncated: [] as string[],
     stored_at: storedAt,
-  }
+  })
   const cuts: [string, (s: StoredTrace) => StoredTrace][] = [
     ['tool_calls', (s) => ({ ...s, trace: { ...s.trace, tool_calls: s.trace.tool_calls.map(compactToolCall) } })],
     ['span_attributes', (s) => ({ ...s, trace: { ...s.trace, spans: s.trace.spans.map((span) => ({ ...span, attributes: {} })) } })],

@@ -75,19 +75,20 @@ export interface ResolutionRow {
 
 export function storedTraceToRow(stored: StoredTrace, ingestedAt: number): TraceRow {
   const json = JSON.stringify(stored)
-  return {
-    ...attemptKeyOf(stored),
+  return Object.assign(attemptKeyOf(stored), {
     stored: json,
     bytes: Buffer.byteLength(json, 'utf8'),
     truncated: stored.truncated,
     stored_at: toChDateTime(stored.stored_at),
     ingested_at: toChDateTime(ingestedAt),
-  }
+  })
 }
 
 export function metricsToRows(key: AttemptKey, gradingVersion: number, metrics: readonly MetricValue[], ingestedAt: number): MetricRow[] {
-  return metrics.map((m) => ({
-    ...attemptKeyOf(key),
+  const ingested = toChDateTime(ingestedAt)
+  // Object.assign, not `{ ...attemptKey, … }`: V8 (Node 20) builds an object literal that starts with
+  // a spread property by property on a slow path, ~8 µs for a row this wide (issue 15's profile)
+  return metrics.map((m) => Object.assign(attemptKeyOf(key), {
     grading_version: gradingVersion,
     metric: m.metric,
     metric_version: m.version,
@@ -99,7 +100,7 @@ export function metricsToRows(key: AttemptKey, gradingVersion: number, metrics: 
     judge_model: m.judge?.model ?? '',
     judge_prompt_version: m.judge?.prompt_version ?? '',
     judge_decoding: m.judge ? JSON.stringify(m.judge.decoding) : '',
-    ingested_at: toChDateTime(ingestedAt),
+    ingested_at: ingested,
   }))
 }
 
@@ -117,8 +118,7 @@ export function rowToMetric(row: MetricRow): MetricValue {
 }
 
 export function judgementToRow(j: Judgement, ingestedAt: number): JudgementRow {
-  return {
-    ...attemptKeyOf(j),
+  return Object.assign(attemptKeyOf(j), {
     grading_version: j.grading_version,
     revision: j.revision,
     tier0_failed: j.tier0_failed ? 1 : 0,
@@ -138,7 +138,7 @@ export function judgementToRow(j: Judgement, ingestedAt: number): JudgementRow {
     review_packet: j.review_packet === null ? '' : JSON.stringify(j.review_packet),
     created_at: toChDateTime(j.created_at),
     ingested_at: toChDateTime(ingestedAt),
-  }
+  })
 }
 
 export function rowToJudgement(row: JudgementRow): Judgement {
@@ -168,8 +168,7 @@ export function rowToJudgement(row: JudgementRow): Judgement {
 }
 
 export function regradeToRow(r: AttemptRegrade, ingestedAt: number): AttemptGradeRow {
-  return {
-    ...attemptKeyOf(r),
+  return Object.assign(attemptKeyOf(r), {
     grading_version: r.grading_version,
     outcome: r.outcome,
     validity: r.validity,
@@ -179,7 +178,7 @@ export function regradeToRow(r: AttemptRegrade, ingestedAt: number): AttemptGrad
     error: r.error,
     regraded_at: toChDateTime(r.regraded_at),
     ingested_at: toChDateTime(ingestedAt),
-  }
+  })
 }
 
 export function resolutionToRow(r: ReviewResolution): ResolutionRow {

@@ -27,6 +27,10 @@ export default class Run extends ForgeCommand {
     '<%= config.bin %> run --suite smoke --attempts 100 --stop-at-width 0.3 --price-table ./prices/default.yaml',
     '<%= config.bin %> run --suite smoke --attempts 3 --guard-answers',
     {
+      description: "Against a fleet: start no worker here, the fleet's `forge worker` processes run the attempts (needs workers polling FORGE_TASK_QUEUE).",
+      command: '<%= config.bin %> run --suite smoke --attempts 20 --workers 0',
+    },
+    {
       description: 'An agent given an API key by reference, resolved by the worker and never stored (needs OPENAI_API_KEY in the environment).',
       command: `<%= config.bin %> run --suite smoke --adapter subprocess --adapter-config '{"command":["node","examples/agents/echo-agent.mjs"],"env":{"OPENAI_API_KEY":{"from_env":"OPENAI_API_KEY"}}}'`,
     },
@@ -55,7 +59,12 @@ export default class Run extends ForgeCommand {
     adapter: Flags.string({ char: 'a', summary: `Agent adapter: ${adapterNames().join(', ')} (forge adapters list shows each one's --adapter-config).`, default: 'mock' }),
     attempts: Flags.integer({ char: 'n', summary: 'Attempts per task.', default: 5 }),
     seed: Flags.string({ summary: 'Run seed: the same seed reproduces the mock agent and fault decisions.' }),
-    workers: Flags.integer({ char: 'w', summary: 'Workers for this run: locally at most max(4, CPUs) processes (FORGE_LOCAL_WORKER_PROCESSES), further workers become attempt slots in them.', default: 1 }),
+    workers: Flags.integer({
+      char: 'w',
+      summary:
+        'Workers for this run: locally at most max(4, CPUs) processes (FORGE_LOCAL_WORKER_PROCESSES), further workers become attempt slots in them; 0: none here, `forge worker` processes polling the task queue (a fleet) run it.',
+      default: 1,
+    }),
     concurrency: Flags.integer({ summary: 'Attempts each worker runs at once.', default: 50 }),
     task: Flags.string({ char: 't', summary: 'Only this task (repeatable).', multiple: true }),
     'run-id': Flags.string({ summary: 'Use this run id instead of a generated one.' }),

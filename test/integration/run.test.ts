@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite, type RunEvent } from '../../app/run.js'
 import { openReader } from '../../app/store-access.js'
 import { distEntry } from '../../stack/paths.js'
+import { subjects } from '../../store/bus.js'
 import { startTestStack, type TestStack } from '../helpers/stack.js'
 
 let stack: TestStack
@@ -125,13 +126,17 @@ describe('forge run on the embedded stack', () => {
 
   it('cancels the run when its signal aborts (Ctrl-C), recording it as cancelled and keeping what finished', async () => {
     const interrupt = new AbortController()
+    // Ctrl-C once the first attempt is done: the other 999 need ≥ 10 s more (50 ms each, 5 at once),
+    // so whatever the machine's speed, the run is still going when the cancellation lands
     const attempt = runSuite(
       stack.config,
       { suite: 'smoke', adapter: 'mock', attempts: 200, workers: 1, concurrency: 5, seed: 'cancel', run_id: 'cancel-me', adapter_config: { delay_ms: 50 } },
-      (event) => {
-        if (event.kind === 'task-done') interrupt.abort()
-      },
+      () => undefined,
       interrupt.signal,
+      (nc, runId) => {
+        const sub = nc.subscribe(subjects.progress(runId), { max: 1, callback: () => interrupt.abort() })
+        return { stop: () => sub.unsubscribe() }
+      },
     )
     await expect(attempt).rejects.toThrow(/run cancel-me was cancelled/)
     let status: string | undefined
@@ -141,7 +146,7 @@ describe('forge run on the embedded stack', () => {
     }
     expect(status).toBe('cancelled')
     const [row] = await sql<{ n: string }>("SELECT count() AS n FROM attempts FINAL WHERE run_id = 'cancel-me'")
-    expect(Number(row!.n)).toBeGreaterThanOrEqual(200)
+    expect(Number(row!.n)).toBeGreaterThanOrEqual(1)
     expect(Number(row!.n)).toBeLessThan(1000)
   })
 })

@@ -61,6 +61,20 @@ describe('Redactor', () => {
     expect(r.counts).toEqual({ email: { values: 2, occurrences: 5 }, card: { values: 1, occurrences: 1 } })
   })
 
+  it('a text seen again is redacted and counted again; a clean one stays as it was (the redactor remembers clean texts only)', () => {
+    const r = new Redactor({ secrets: [KNOWN_SECRET] })
+    const dirty = `key ${KNOWN_SECRET} and jane@example.com`
+    expect(r.text(dirty)).toBe(r.text(dirty))
+    expect(r.text('plain words only')).toBe('plain words only')
+    expect(r.text('plain words only')).toBe('plain words only')
+    expect(r.counts).toEqual({ secret: { values: 1, occurrences: 2 }, email: { values: 1, occurrences: 2 } })
+    // a known secret needs none of the characters the format detectors look for
+    expect(findSensitive('xx SECRETVALUEONLYLETTERS yy', ['SECRETVALUEONLYLETTERS'])).toEqual([{ kind: 'secret', start: 3, end: 25, value: 'SECRETVALUEONLYLETTERS' }])
+    // one secret set and another: each finds its own values
+    expect(findSensitive('alpha-secret beta-secret', ['alpha-secret']).map((f) => f.value)).toEqual(['alpha-secret'])
+    expect(findSensitive('alpha-secret beta-secret', ['beta-secret']).map((f) => f.value)).toEqual(['beta-secret'])
+  })
+
   it('is idempotent: redacting a redacted value changes nothing', () => {
     const r = new Redactor({ secrets: [KNOWN_SECRET] })
     const once = r.value({ out: `key ${SHORT_OPENAI_KEY} and ${KNOWN_SECRET}`, password: 'hunter22', n: 4111111111111111 })

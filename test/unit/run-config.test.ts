@@ -140,7 +140,8 @@ describe('runConfigFromFlags + parseRunConfig', () => {
 
   it.each<[Partial<RunFlags>, string]>([
     [{ attempts: 0 }, '--attempts must be a whole number from 1 to 1000000, got 0'],
-    [{ workers: 300 }, '--workers must be a whole number from 1 to 256, got 300'],
+    [{ workers: 300 }, '--workers must be a whole number from 0 to 256, got 300'],
+    [{ workers: -1 }, '--workers must be a whole number from 0 to 256, got -1'],
     [{ concurrency: 0 }, '--concurrency must be a whole number from 1 to 1000, got 0'],
     [{ 'max-in-flight': 501 }, '--max-in-flight must be a whole number from 1 to 500, got 501'],
     [{ adapter: 'nope' }, '--adapter names an unknown adapter "nope" (known adapters: mock, '],
@@ -161,13 +162,17 @@ describe('runConfigFromFlags + parseRunConfig', () => {
     expect({ exitCode: found?.exitCode, message: found?.message.slice(0, message.length) }).toEqual({ exitCode: 2, message })
   })
 
+  it("takes --workers 0: no worker here, the fleet's workers run it", () => {
+    expect(fromFlags({ workers: 0 }).workers).toBe(0)
+  })
+
   it('names every problem at once', () => {
-    expect(problem(() => fromFlags({ attempts: 0, workers: 0, 'run-id': '!' }))).toEqual({
+    expect(problem(() => fromFlags({ attempts: 0, workers: 257, 'run-id': '!' }))).toEqual({
       exitCode: 2,
       message:
         'invalid run configuration:\n' +
         '  --attempts must be a whole number from 1 to 1000000, got 0\n' +
-        '  --workers must be a whole number from 1 to 256, got 0\n' +
+        '  --workers must be a whole number from 0 to 256, got 257\n' +
         '  --run-id may contain only letters, digits, _ and - (at most 100), got "!"',
     })
   })

@@ -2,7 +2,8 @@
  * SweepWorkflow against the real Temporal dev server with stub activities: every cell planned, run as
  * a RunWorkflow child and evaluated; a cell whose planning or run fails is recorded `failed` and the
  * others go on; one cell per baseline may promote; every recorded revision is newer than the last;
- * a Schedule-started sweep takes its id from the workflow id.
+ * a Schedule-started sweep takes its id from the workflow id. Plus a replay of a committed sweep history,
+ * which fails when a change to SweepWorkflow would break sweeps already in flight.
  */
 import { randomUUID } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
@@ -15,11 +16,13 @@ import { attemptUidOf } from '../../core/identity.js'
 import { SweepSpec, type SweepRecord } from '../../core/contracts/sweep.js'
 import { findBinary } from '../../stack/binaries.js'
 import { runEachAttempt } from './batch-stub.js'
+import { historiesDir, readHistory, writeHistoryOnce } from './histories.js'
 import type { AttemptInput, AttemptSummary, CompletenessInput, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
 import type { CellEvaluation, EvaluateCellInput, PlanCellInput, SweepActivities } from '../../workers/sweep-activity-types.js'
 import type { SweepWorkflow } from '../../workflows/sweep.js'
 
 const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url))
+const brokenWorkflowsPath = fileURLToPath(new URL('./nondeterministic-sweep.ts', import.meta.url))
 const quiet = { info() {}, warn: console.warn, error: console.error, debug() {}, trace() {}, log() {} }
 let env: TestWorkflowEnvironment
 let bundle: WorkflowBundle
@@ -96,14 +99,15 @@ async function runSweep(spec: SweepSpec, opts: { workflowId?: string; sweepId?: 
   const taskQueue = `sweep-${randomUUID()}`
   const sweep = sweepActivities()
   const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: { ...runActivities, ...sweep.activities } })
+  const workflowId = opts.workflowId ?? `forge-sweep-${randomUUID()}`
   const result = await worker.runUntil(
     env.client.workflow.execute<typeof SweepWorkflow>('SweepWorkflow', {
       taskQueue,
-      workflowId: opts.workflowId ?? `forge-sweep-${randomUUID()}`,
+      workflowId,
       args: [{ spec, ...(opts.sweepId ? { sweep_id: opts.sweepId } : {}) }],
     }),
   )
-  return { result, ...sweep }
+  return { result, ...sweep, handle: env.client.workflow.getHandle(workflowId) }
 }
 
 describe('SweepWorkflow', () => {
@@ -143,5 +147,32 @@ describe('SweepWorkflow', () => {
     const { result, records } = await runSweep(spec, { workflowId: 'forge-sweep-nightly-2026-12-01T02:00:00Z' })
     expect(result).toEqual({ sweep_id: 'nightly-2026-12-01T020000Z', verdict: 'pass', cells: 1, regressed: 0, failed: 0 })
     expect(records.at(-1)!.cells[0]!.run_id).toBe('nightly-2026-12-01T020000Z-c0')
+  })
+})
+
+describe('replay of a committed sweep history', () => {
+  /** fixed ids: the cells' run ids and child workflow ids in the history derive from them */
+  const workflowId = 'forge-replay-sweep'
+  const file = new URL(`${workflowId}.json`, historiesDir)
+
+  it('replays a committed 3-cell sweep (two cells in flight; one planning failure, one regression) with the current workflow code', async () => {
+    // written once, from this sweep, then only read: a later change to SweepWorkflow replays the old history
+    const spec = SweepSpec.parse({ name: 'replay', suites: ['toy', 'broken', 'smoke'], adapters: ['mock'], seeds: ['a'], attempts: 2, promote_baseline: 'if_no_regression', cells_in_flight: 2 })
+    const { result, handle } = await runSweep(spec, { workflowId, sweepId: 'replay-s1' })
+    expect(result).toEqual({ sweep_id: 'replay-s1', verdict: 'regressed', cells: 3, regressed: 1, failed: 1 })
+    writeHistoryOnce(file, await handle.fetchHistory())
+
+    const committed = readHistory(file)
+    const events = JSON.stringify(committed.events)
+    // what the history holds: the cells' child runs (RunWorkflow, run ids from the sweep id), every activity of the sweep
+    for (const child of ['forge-run-replay-s1-c0', 'forge-run-replay-s1-c2']) expect(events).toContain(child)
+    for (const activity of ['recordSweep', 'planSweepCell', 'evaluateSweepCell']) expect(events).toContain(activity)
+    expect(committed.events?.length).toBeGreaterThan(30)
+    await Worker.runReplayHistory({ workflowBundle: bundle }, committed, workflowId)
+  })
+
+  it('the replay check fails for sweep code that would break that history', async () => {
+    const broken = await bundleWorkflowCode({ workflowsPath: brokenWorkflowsPath, logger: quiet })
+    await expect(Worker.runReplayHistory({ workflowBundle: broken }, readHistory(file), workflowId)).rejects.toThrow(/nondetermin/i)
   })
 })

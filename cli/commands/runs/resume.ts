@@ -19,7 +19,7 @@ export default class RunsResume extends ForgeCommand {
     run: Args.string({ description: 'The run id (forge runs list).', required: true }),
   }
   static override flags = {
-    workers: Flags.integer({ char: 'w', summary: 'Workers to start when the run still runs (laid out like forge run --workers).', default: 1, min: 1, max: 256 }),
+    workers: Flags.integer({ char: 'w', summary: 'Workers to start when the run still runs (laid out like forge run --workers); 0: none, workers elsewhere serve it.', default: 1, min: 0, max: 256 }),
     concurrency: Flags.integer({ summary: 'Attempts each worker runs at once.', default: 50, min: 1, max: 1000 }),
   }
 
