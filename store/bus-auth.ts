@@ -60,8 +60,15 @@ export function readBusSecrets(home: string): BusSecrets | undefined {
   return JSON.parse(readFileSync(file, 'utf8')) as BusSecrets
 }
 
+/**
+ * How many messages the ingester may send in answer to one request: a store query's answer comes
+ * in parts of at most max_payload (store/bus-reader.ts respondInParts); nats-server allows one
+ * unless told.
+ */
+export const MAX_REPLY_PARTS = 1000
+
 /** Subjects each role may publish and subscribe to (nats-server permissions). */
-export function rolePermissions(role: BusRole): { publish: string[]; subscribe: string[]; allowResponses?: boolean } {
+export function rolePermissions(role: BusRole): { publish: string[]; subscribe: string[]; maxResponses?: number } {
   // reading the stream, and how far the ingester got (the completeness check waits for its backlog)
   const readStream = [
     '$JS.API.INFO', '$JS.API.STREAM.INFO.FORGE_RESULTS', '$JS.API.STREAM.MSG.GET.FORGE_RESULTS', '$JS.API.DIRECT.GET.FORGE_RESULTS', '$JS.API.DIRECT.GET.FORGE_RESULTS.>',
@@ -78,7 +85,7 @@ export function rolePermissions(role: BusRole): { publish: string[]; subscribe: 
         subscribe: ['_INBOX.>'],
       }
     case 'ingester':
-      return { publish: ['$JS.API.>', '$JS.ACK.FORGE_RESULTS.>'], subscribe: ['forge.store.query', 'forge.ingester.ping', '_INBOX.>'], allowResponses: true }
+      return { publish: ['$JS.API.>', '$JS.ACK.FORGE_RESULTS.>'], subscribe: ['forge.store.query', 'forge.ingester.ping', '_INBOX.>'], maxResponses: MAX_REPLY_PARTS }
     case 'cli':
       return {
         // audit seals: the chain's links and the run record carrying its new head (app/audit.ts)
@@ -95,7 +102,7 @@ export function natsAuthorization(secrets: BusSecrets): string {
   const users = BUS_ROLES.map((role) => {
     const { user, password } = secrets.users[role]
     const p = rolePermissions(role)
-    const responses = p.allowResponses === true ? ', allow_responses: true' : ''
+    const responses = p.maxResponses !== undefined ? `, allow_responses: { max: ${p.maxResponses} }` : ''
     return `    { user: ${JSON.stringify(user)}, password: ${JSON.stringify(password)}, permissions: { publish: { allow: ${list(p.publish)} }, subscribe: { allow: ${list(p.subscribe)} }${responses} } }`
   })
   return ['authorization {', '  users = [', users.join(',\n'), '  ]', '}'].join('\n')

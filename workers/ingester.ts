@@ -9,6 +9,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node'
 import { AttemptRegrade, AttemptResult, AuditRecord, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
 import { insertAuditRecords } from '../store/audit.js'
 import { queryRows } from '../store/clickhouse.js'
+import { respondInParts } from '../store/bus-reader.js'
 import { QueryRefusedError } from '../store/errors.js'
 import { SIGNATURE_HEADER, verifyMessage } from '../store/bus-auth.js'
 import { AUDIT_KEY_ID, encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
@@ -97,7 +98,10 @@ function serveStoreQueries(nc: NatsConnection, store: ClickHouseClient): Subscri
   return nc.subscribe(subjects.storeQuery, {
     callback: (error, msg) => {
       if (error) return
-      void answerQuery(store, msg.data).then((reply) => msg.respond(encodeJson(reply)))
+      void answerQuery(store, msg.data)
+        .then((reply) => respondInParts(nc, msg, encodeJson(reply)))
+        // the asker gave up or the connection closed: a failed answer never stops the ingester
+        .catch(() => undefined)
     },
   })
 }

@@ -58,7 +58,7 @@ export function externalNatsConfig(secretName = 'forge-bus'): { chartValues: str
     return {
       user: `<< $${natsVariable(role, 'user')} >>`,
       password: `<< $${natsVariable(role, 'password')} >>`,
-      permissions: { publish: { allow: p.publish }, subscribe: { allow: p.subscribe }, ...(p.allowResponses === true ? { allow_responses: true } : {}) },
+      permissions: { publish: { allow: p.publish }, subscribe: { allow: p.subscribe }, ...(p.maxResponses !== undefined ? { allow_responses: { max: p.maxResponses } } : {}) },
     }
   })
   const header = (what: string) =>

@@ -129,4 +129,18 @@ describe('ingest', () => {
     expect(second).toEqual(first)
     expect(await waitForRows('twice', 1)).toEqual({ final: 1, uids: 1 })
   })
+
+  it('answers a store query larger than one bus message in parts, and keeps ingesting after it', async () => {
+    const reader = await openReader(stack.config)
+    try {
+      // ~12 MB of rows: over the embedded bus's 8 MB max_payload (a 100,000-attempt run's audit heads are ~18 MB)
+      const rows = await reader.query<{ n: number; s: string }>("SELECT number AS n, repeat('x', 1000) AS s FROM numbers(12000) ORDER BY n")
+      expect(rows.length).toBe(12_000)
+      expect(rows.at(-1)).toEqual({ n: 11_999, s: 'x'.repeat(1000) })
+    } finally {
+      await reader.close()
+    }
+    await publishAttemptResult(jetstream(nc), attempt('after-big-query', 'a', 0))
+    expect(await waitForRows('after-big-query', 1)).toEqual({ final: 1, uids: 1 })
+  })
 })
