@@ -24,6 +24,7 @@ import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { startWorkerPool, workerLayoutNote } from './worker-pool.js'
+import { runWorkflowHost } from './workflow-host.js'
 import { refuseLocalModelWithoutWorkers, runEndpoints, watchFleetWorkers } from './fleet-workers.js'
 import { tracesUrl } from './otlp.js'
 import { describeOtlpExport, followOtlpExports, type OtlpRunSummary } from './otlp-live.js'
@@ -113,6 +114,8 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
   // a fleet's Temporal may want TLS or an API key (FORGE_TEMPORAL_TLS*, FORGE_TEMPORAL_API_KEY), as its workers do
   const connection = await Connection.connect(temporalConnectOptions(endpoints.temporalAddress))
   const started = Date.now()
+  // the run's first workflow tasks are answered here while the workers start (app/workflow-host.ts)
+  const host = pool === undefined ? undefined : runWorkflowHost({ temporalAddress: endpoints.temporalAddress, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, runId: plan.run_id, logDir: join(config.home, 'logs') })
   let observer: { stop(): void } | undefined
   let fleet: { stop(): void } | undefined
   try {
@@ -150,6 +153,7 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
     otlp?.stop()
     await supervisor?.stop()
     observer?.stop()
+    await host?.stop()
     await pool?.stop()
     await connection.close()
     await nc.drain().catch(() => undefined)

@@ -78,9 +78,6 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     identity: workerId,
-    ...(existsSync(bundlePath)
-      ? { workflowBundle: { codePath: bundlePath } }
-      : { workflowsPath: fileURLToPath(new URL('../workflows/index.js', import.meta.url)) }),
     activities: {
       ...createActivities({ nc, js: jetstream(nc), workerId, logger, ...(otlp !== undefined ? { otlp } : {}) }),
       // the completeness check at the end of a run reads the store the way every other reader does
@@ -89,9 +86,22 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     },
     interceptors: { activity: [telemetry.interceptor] },
     maxConcurrentActivityTaskExecutions: opts.concurrency,
-    maxConcurrentWorkflowTaskExecutions: 40,
     shutdownGraceTime,
   })
+  // the workflows (run, shard, sweep) on the same queue come from a second worker, created once the attempt
+  // slots poll: loading the workflow bundle takes ~150 ms that the first attempts need not wait for
+  const createWorkflowWorker = (): Promise<Worker> =>
+    Worker.create({
+      connection,
+      namespace: opts.namespace,
+      taskQueue: opts.taskQueue,
+      identity: workerId,
+      ...(existsSync(bundlePath)
+        ? { workflowBundle: { codePath: bundlePath } }
+        : { workflowsPath: fileURLToPath(new URL('../workflows/index.js', import.meta.url)) }),
+      maxConcurrentWorkflowTaskExecutions: 40,
+      shutdownGraceTime,
+    })
   const judgeWorker =
     judgeOptions === undefined
       ? undefined
@@ -159,7 +169,24 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   logger.info({ task_queue: opts.taskQueue, temporal: opts.temporalAddress, nats: opts.natsUrl, health_port: health?.port }, 'worker ready')
   if (process.send) process.send({ ready: true, workerId })
   try {
-    await Promise.all(workers.map((w) => w.run()))
+    const running = workers.map((w) => w.run())
+    // a worker that fails while the workflow worker is created is awaited below, not unhandled
+    for (const r of running) r.catch(() => undefined)
+    if (worker !== undefined) {
+      let workflowWorker: Worker
+      try {
+        workflowWorker = await createWorkflowWorker()
+      } catch (error) {
+        stop()
+        await Promise.allSettled(running)
+        throw error
+      }
+      workers.push(workflowWorker)
+      running.push(workflowWorker.run())
+      // a stop that came while it was created
+      if (telemetry.draining) workflowWorker.shutdown()
+    }
+    await Promise.all(running)
   } finally {
     await health?.close()
     if (parentWatch) clearInterval(parentWatch)

@@ -53,6 +53,9 @@ export interface RunWorkflowResult {
 
 const SHARDS_PER_EXECUTION = 400
 
+/** RunWorkflow records its start while its first shards start (histories before it: start first) */
+export const EAGER_SHARDS_PATCH = 'forge-eager-shards-v1'
+
 export function shardRanges(total: number, shardSize: number): { start: number; end: number }[] {
   const ranges: { start: number; end: number }[] = []
   for (let start = 0; start < total; start += shardSize) ranges.push({ start, end: Math.min(total, start + shardSize) })
@@ -68,7 +71,18 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   const shards = shardRanges(total, plan.shard_size)
   const tally: RunTally = input.tally ?? { outcomes: {}, not_executed: 0 }
   let startedAt = input.started_at
-  if (startedAt === undefined) startedAt = await book.recordRunStatus({ plan, status: 'running' })
+  // the 'running' record goes out with the first shards, not before them: one activity round trip
+  // (on a local run, a wait for the first worker) less before the first attempt (issue 15)
+  let recordingStart: Promise<void> | undefined
+  // always set once the shards are done; in a failure it may not be
+  const startedField = (): { started_at?: number } => (startedAt !== undefined ? { started_at: startedAt } : {})
+  if (startedAt === undefined) {
+    if (patched(EAGER_SHARDS_PATCH)) {
+      recordingStart = book.recordRunStatus({ plan, status: 'running' }).then((at) => {
+        startedAt = at
+      })
+    } else startedAt = await book.recordRunStatus({ plan, status: 'running' })
+  }
 
   let next = input.next_shard ?? 0
   const perExecution = input.shards_per_execution ?? SHARDS_PER_EXECUTION
@@ -86,20 +100,20 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
         mergeTally(tally, shardTally)
       }
     }
-    await Promise.all(Array.from({ length: Math.min(plan.max_shards_in_flight, stopAt - next) }, lane))
+    await Promise.all([...(recordingStart ? [recordingStart] : []), ...Array.from({ length: Math.min(plan.max_shards_in_flight, stopAt - next) }, lane)])
     // the workflow owns its run's status: stored results are checked against the plan (issue 12)
     if (stopAt >= shards.length && patched(RECONCILE_PATCH)) completeness = await reconcileRun(plan)
   } catch (error) {
     const status = isCancellation(error) ? 'cancelled' : 'failed'
-    await CancellationScope.nonCancellable(() => book.recordRunStatus({ plan, status, started_at: startedAt }))
+    await CancellationScope.nonCancellable(() => book.recordRunStatus({ plan, status, ...startedField() }))
     throw error
   }
   // outside the try: continue-as-new works by throwing, and is not a failure of the run
   if (stopAt < shards.length) {
-    return await continueAsNew<typeof RunWorkflow>({ plan, next_shard: stopAt, tally, started_at: startedAt, shards_per_execution: perExecution })
+    return await continueAsNew<typeof RunWorkflow>({ plan, next_shard: stopAt, tally, ...startedField(), shards_per_execution: perExecution })
   }
   const status = completeness === undefined ? 'completed' : finalRunStatus(completeness)
-  await book.recordRunStatus({ plan, status, started_at: startedAt, ...(completeness !== undefined ? { completeness } : {}) })
+  await book.recordRunStatus({ plan, status, ...startedField(), ...(completeness !== undefined ? { completeness } : {}) })
   return { run_id: plan.run_id, total, tally, status, ...(completeness !== undefined ? { completeness } : {}) }
 }
 
