@@ -127,8 +127,13 @@ function answerPings(nc: NatsConnection, servesQueries: boolean, stats: Ingester
  */
 export const INSERT_WINDOW_MS = 200
 
-/** A stream this long without a message is quiet: nothing waits for a window then (the end of a run). */
-export const QUIET_MS = 25
+/**
+ * A stream this long without a message is quiet: nothing waits for a window then (the end of a run).
+ * A busy run's results come in bursts with gaps of 25–50 ms between them: at 25 ms half the inserts of a
+ * 1,000-attempt run held 1–10 attempts (55 inserts; ingester 1.5 ms CPU per attempt), at 100 ms a
+ * quarter fewer CPU (1.15 ms) for at most 75 ms more at the end of a run.
+ */
+export const QUIET_MS = 100
 
 function createInsertRounds(batchSize: number, flushIntervalMs: number, grading: GradingLane, ingest: (batch: JsMsg[]) => Promise<void>) {
   const buffer: JsMsg[] = []

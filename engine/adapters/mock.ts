@@ -43,6 +43,7 @@ export const MockConfig = z
     skill: probability.default(0.8).describe('Probability of a clean attempt (0..1).'),
     task_skill: z.record(z.string(), probability).default({}).describe('Per-task override of skill: task id → probability.'),
     delay_ms: z.number().int().nonnegative().default(0).describe('How long the mock "thinks" before answering, in ms.'),
+    step_delay_ms: z.number().int().nonnegative().default(0).describe('How long the mock "thinks" before each tool call (each step of the attempt), in ms: a latency-bound agent.'),
     retries: z.number().int().min(0).max(10).default(0).describe('Retry a failed tool call up to this many times before giving up (recovery under injected faults).'),
     failure_modes: z
       .partialRecord(z.enum(MOCK_FAILURE_MODES), z.number().nonnegative())
@@ -97,9 +98,11 @@ class MockRun {
     readonly signal: AbortSignal,
     readonly rng: () => number,
     readonly retries = 0,
+    readonly stepDelayMs = 0,
   ) {}
 
   async call(name: string, args: unknown): Promise<Step> {
+    if (this.stepDelayMs > 0) await think(this.stepDelayMs, this.signal)
     this.calls += 1
     const outcome = await this.tools.call(name, args)
     this.notes.push(`${name}: ${outcome.ok ? 'ok' : `failed (${outcome.error})`}`)
@@ -206,6 +209,16 @@ async function behave(run: MockRun, behaviour: 'clean' | MockFailureMode): Promi
   }
 }
 
+/** Sleeps `ms` unless the attempt is stopped first (its deadline: the harness records the budget, the mock just stops). */
+async function think(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return
+  try {
+    await sleep(ms, undefined, { signal })
+  } catch {
+    // aborted
+  }
+}
+
 /** Waits while `hold_file` exists when this attempt's number is hold_from or higher (a test gate; nothing else changes). */
 async function holdAtGate(config: MockConfig, ctx: AdapterContext): Promise<void> {
   if (config.hold_file === undefined) return
@@ -223,16 +236,9 @@ export const mockAdapter: AgentAdapter = {
     const behaviour = chooseMockBehaviour(ctx.seed, ctx.taskId, config)
     // a second stream for the details, so the choice of behaviour stays stable if they change
     const rng = createRng((ctx.seed ^ 0x9e3779b9) >>> 0)
-    const run = new MockRun(payload, ctx.tools, ctx.signal, rng, config.retries)
+    const run = new MockRun(payload, ctx.tools, ctx.signal, rng, config.retries, config.step_delay_ms)
     const { output, refused } = await behave(run, behaviour)
-
-    if (config.delay_ms > 0 && !ctx.signal.aborted) {
-      try {
-        await sleep(config.delay_ms, undefined, { signal: ctx.signal })
-      } catch {
-        // aborted by the deadline: the harness records the budget, we just stop
-      }
-    }
+    if (config.delay_ms > 0) await think(config.delay_ms, ctx.signal)
 
     const promptTokens = Math.ceil(JSON.stringify(payload).length / 4)
     const answerTokens = Math.ceil(textOf(output).length / 4)

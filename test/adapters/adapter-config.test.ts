@@ -53,7 +53,7 @@ describe('the adapter registry', () => {
     const byName = Object.fromEntries(describeAdapters().map((i) => [i.name, i.config_schema]))
     const keys = (name: string) => Object.keys(byName[name]!['properties'] as object).sort()
     const required = (name: string) => (byName[name]!['required'] as string[] | undefined) ?? []
-    expect(keys('mock')).toEqual(['decoding', 'delay_ms', 'failure_modes', 'hold_file', 'hold_from', 'model', 'price_table', 'retries', 'skill', 'task_skill'])
+    expect(keys('mock')).toEqual(['decoding', 'delay_ms', 'failure_modes', 'hold_file', 'hold_from', 'model', 'price_table', 'retries', 'skill', 'step_delay_ms', 'task_skill'])
     expect(keys('react')).toEqual(
       ['api_key_env', 'base_url', 'decoding', 'frequency_penalty', 'max_steps', 'max_tokens', 'model', 'presence_penalty', 'price_table', 'seed', 'stop', 'system_prompt', 'temperature', 'top_p'],
     )
@@ -135,7 +135,7 @@ describe('validateAdapterConfig', () => {
 
 describe('the adapters read their config through the same strict schema', () => {
   it('refuses a misspelt key when the attempt runs, not only at run start', () => {
-    expect(() => parseMockConfig({ skil: 1 })).toThrow('invalid mock adapter config: skil: unknown field (known: decoding, delay_ms, failure_modes, hold_file, hold_from, model, price_table, retries, skill, task_skill)')
+    expect(() => parseMockConfig({ skil: 1 })).toThrow('invalid mock adapter config: skil: unknown field (known: decoding, delay_ms, failure_modes, hold_file, hold_from, model, price_table, retries, skill, step_delay_ms, task_skill)')
     expect(() => parseModelConfig('react', { model: 'm', temprature: 0 })).toThrow(/^invalid react adapter config: temprature: unknown field \(known: /)
     expect(() => traceFor({ trace: { output: 'x', duration_ms: 1 }, trcaes: {} }, 't')).toThrow(/^invalid replay adapter config: trcaes: unknown field/)
   })

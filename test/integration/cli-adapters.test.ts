@@ -66,7 +66,7 @@ describe('forge run and the adapters', () => {
 
   it('refuses a bad --adapter-config before anything starts, naming the field (exit 2)', () => {
     const cases: [string[], string][] = [
-      [['--adapter-config', '{"skil":0.5}'], 'invalid --adapter-config for adapter "mock": skil: unknown field (known: decoding, delay_ms, failure_modes, hold_file, hold_from, model, price_table, retries, skill, task_skill)'],
+      [['--adapter-config', '{"skil":0.5}'], 'invalid --adapter-config for adapter "mock": skil: unknown field (known: decoding, delay_ms, failure_modes, hold_file, hold_from, model, price_table, retries, skill, step_delay_ms, task_skill)'],
       [['--adapter', 'react'], 'invalid --adapter-config for adapter "react": model: required (forge run --model NAME, or "model" in --adapter-config)'],
       [['--adapter', 'subprocess', '--adapter-config', '{"command":"node agent.mjs"}'], 'invalid --adapter-config for adapter "subprocess": command: Invalid input: expected array, received string'],
     ]

@@ -75,6 +75,20 @@ describe('mock adapter', () => {
     expect(result.tool_calls.at(-1)?.refused).toBe('budget_exhausted')
   })
 
+  it('thinks step_delay_ms before each tool call (a latency-bound agent), and otherwise behaves the same', async () => {
+    // reverse_shout, clean: reverse then uppercase
+    const quick = await run(3, 0, { skill: 1 })
+    const slow = await run(3, 0, { skill: 1, step_delay_ms: 60 })
+    expect(untimed(slow)).toEqual(untimed(quick))
+    expect(slow.tool_calls.map((c) => c.name)).toEqual(['reverse', 'uppercase'])
+    // timers may fire a millisecond or two early; each call starts at least one think after the previous one
+    const [first, second] = slow.tool_calls
+    expect(first!.started_ms).toBeGreaterThanOrEqual(55)
+    expect(second!.started_ms - (first!.started_ms + first!.duration_ms)).toBeGreaterThanOrEqual(55)
+    expect(slow.latency_ms).toBeGreaterThanOrEqual(110)
+    expect(() => parseMockConfig({ step_delay_ms: -5 })).toThrow('step_delay_ms')
+  })
+
   it('honours per-task skill', () => {
     const config = parseMockConfig({ skill: 1, task_skill: { count_words: 0 } })
     for (let seed = 0; seed < 50; seed += 1) {
