@@ -134,11 +134,17 @@ export function createActivities(deps: ActivityDeps): RunActivities {
       // a retry resumes after the attempts the last try heartbeated as done (they are published already)
       const done = resumedSummaries(items.length)
       const stopHeartbeat = startHeartbeat(() => done)
+      let heartbeatAt = 0
       try {
         for (let i = done.length; i < items.length; i++) {
           const item = items[i]!
           done.push(await runOne({ ...base, task_id: item.task_id, attempt: item.attempt }))
-          heartbeatNow(done)
+          // the SDK sends the latest details to the server at most every few seconds anyway; handing it the
+          // list after every attempt of a fast agent only serialised it again and again
+          if (now() - heartbeatAt >= PROGRESS_HEARTBEAT_MS) {
+            heartbeatAt = now()
+            heartbeatNow(done)
+          }
         }
         return done
       } finally {
@@ -189,6 +195,9 @@ export function createActivities(deps: ActivityDeps): RunActivities {
     },
   }
 }
+
+/** how often at most a batch hands the SDK the summaries done so far (a retry resumes after them) */
+const PROGRESS_HEARTBEAT_MS = 100
 
 /** The activity's cancellation signal (undefined outside an activity: unit tests). */
 function cancellationSignal(): AbortSignal | undefined {
