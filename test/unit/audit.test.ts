@@ -1,6 +1,7 @@
 /** The audit trail's pure part: content hashes, manifests, the hash chain and verification of each kind of tampering. */
 import { describe, expect, it } from 'vitest'
-import { auditEntryOf, entryId, extendChain, signHead, verifyAudit, type AuditEntry, type AuditLink, type AuditRow } from '../../core/audit.js'
+import { createHash } from 'node:crypto'
+import { AUDIT_VERSION, auditEntryOf, contentHashOf, entryId, extendChain, manifestOf, signHead, verifyAudit, type AuditEntry, type AuditLink, type AuditRow } from '../../core/audit.js'
 
 const RUN = 'run-a'
 
@@ -158,3 +159,45 @@ describe('audit chain: every kind of tampering is found, with the broken link na
     ])
   })
 })
+
+describe('audit manifests by version', () => {
+  const sha8 = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 8)
+  const row: AuditRow = { table: 'attempts', key: 'a1', values: { attempt_uid: 'a1', output: 'four', long: 'x'.repeat(300) } }
+
+  it('version 1 kept a sha-256 prefix per field; version 2 a 32-bit FNV-1a of short fields and the prefix of long ones', () => {
+    const parts = ['"a1"', '"' + 'x'.repeat(300) + '"', '"four"'] // columns sorted: attempt_uid, long, output
+    expect(manifestOf([row], undefined, 1).rows[0]!.fields).toBe(parts.map(sha8).join(''))
+    const v2 = manifestOf([row]).rows[0]!
+    expect(AUDIT_VERSION).toBe(2)
+    // FNV-1a 32 of '"a1"' and '"four"' (offset basis 0x811c9dc5, prime 0x01000193), recomputed below apart from the implementation
+    expect(v2.fields).toBe(`${fnv('"a1"')}${sha8(parts[1]!)}${fnv('"four"')}`)
+    expect(v2.fields).toHaveLength(24)
+    // the row's digest does not depend on the version
+    expect(v2.digest).toBe(manifestOf([row], undefined, 1).rows[0]!.digest)
+  })
+
+  it('a run sealed with version-1 manifests still verifies, and an edit in it is named by column', () => {
+    const stored = { a1: attemptRows('a1', 'four', ['lookup', 'send']), a2: attemptRows('a2', 'five', ['lookup']) }
+    const entries: AuditEntry[] = Object.entries(stored).map(([uid, rows]) => {
+      const manifest = manifestOf(rows, undefined, 1)
+      return { run_id: RUN, entry_kind: 'attempt', entry_key: uid, content_hash: contentHashOf(manifest), manifest }
+    })
+    const w: World = { entries, ...extendChain(RUN, undefined, entries), rows: new Map(Object.entries(stored).map(([uid, r]) => [entryId('attempt', uid), structuredClone(r)])), unclaimed: [] }
+    expect(verify(w).intact).toBe(true)
+    rowOf(w, 'a2', 'tool_calls').values['args'] = '{"q":"other"}'
+    expect(first(w)).toEqual({ intact: false, first: { seq: 1, kind: 'edited_field', entry: 'attempt a2', detail: 'row tool_calls a2#0: args changed' } })
+  })
+
+  it('names an edited long field in a version-2 manifest too', () => {
+    const w = world()
+    rowOf(w, 'a1', 'traces').values['stored'] = 'y'.repeat(1_000)
+    expect(first(w)).toEqual({ intact: false, first: { seq: 0, kind: 'edited_field', entry: 'attempt a1', detail: 'row traces a1: stored changed' } })
+  })
+})
+
+/** FNV-1a 32 written out the long way (BigInt arithmetic), apart from the implementation's Math.imul */
+function fnv(text: string): string {
+  let h = 0x811c9dc5n
+  for (let i = 0; i < text.length; i++) h = ((h ^ BigInt(text.charCodeAt(i))) * 0x01000193n) % 2n ** 32n
+  return h.toString(16).padStart(8, '0')
+}
