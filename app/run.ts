@@ -23,7 +23,8 @@ import type { RunConfigInput } from './run-config.js'
 import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
-import { startWorkerPool, workerLayoutNote } from './worker-pool.js'
+import { maxLocalWorkerProcesses, startWorkerPool, workerLayoutNote } from './worker-pool.js'
+import { discardPreforked, preforkWorkers } from './worker-prefork.js'
 import { runWorkflowHost } from './workflow-host.js'
 import { refuseLocalModelWithoutWorkers, runEndpoints, watchFleetWorkers } from './fleet-workers.js'
 import { tracesUrl } from './otlp.js'
@@ -78,6 +79,17 @@ export interface RunReport extends RunStats {
  * Aborting `signal` (Ctrl-C) cancels the run's workflow; the run is recorded as cancelled.
  */
 export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal, observe?: RunObserver): Promise<RunReport> {
+  // the workers load their code while the run is planned (forge run's init hook forked them sooner)
+  if (typeof input.workers !== 'number' || input.workers > 0) preforkWorkers(Math.min(typeof input.workers === 'number' ? input.workers : 1, maxLocalWorkerProcesses()), join(config.home, 'logs'))
+  try {
+    return await planAndRun(config, input, onEvent, signal, observe)
+  } finally {
+    // a run that failed before its workers started leaves none behind
+    discardPreforked()
+  }
+}
+
+async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void, signal: AbortSignal | undefined, observe: RunObserver | undefined): Promise<RunReport> {
   const { run, suite, tasks, plan, localModel } = await planRun(config, input)
   refuseLocalModelWithoutWorkers(run.workers, localModel)
   const endpoints = await runEndpoints(config, run.workers, (message) => onEvent({ kind: 'stack', message }))

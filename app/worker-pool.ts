@@ -4,13 +4,13 @@
  * cancels the run and then stops its workers. A worker that dies is started again in its slot
  * (issue 12). When `forge run` itself dies, its workers serve its run to the end, then exit.
  */
-import { fork, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdirSync, openSync } from 'node:fs'
+import type { ChildProcess } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { availableParallelism } from 'node:os'
 import { readSetting, settingsEnv } from '../config/index.js'
-import { distEntry } from '../stack/paths.js'
 import { busAccessEnv } from '../store/bus-auth.js'
+import { forkWorkerProcess, sendWorkerSettings, takePreforked } from './worker-prefork.js'
 
 export interface WorkerPool {
   /** how the requested workers were laid out on this machine: processes × attempt slots each */
@@ -70,43 +70,46 @@ export function maxLocalWorkerProcesses(env: NodeJS.ProcessEnv = process.env): n
 export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   mkdirSync(opts.logDir, { recursive: true })
   const layout = workerLayout(opts.count, opts.concurrency, opts.maxProcesses ?? maxLocalWorkerProcesses())
-  const entry = distEntry('workers/worker-process.js')
   let stopping = false
-  const spawnWorker = (slot: number): ChildProcess => {
-    const fd = openSync(join(opts.logDir, `worker-${slot}.log`), 'a')
-    try {
-      return fork(entry, [], {
-        stdio: ['ignore', fd, fd, 'ipc'],
-        // its own process group: the terminal's SIGINT is for forge run, which cancels the run first
-        detached: true,
-        // the rest of the worker's settings (judge, log level) it inherits from this process's environment
-        env: {
-          ...process.env,
-          ...opts.env,
-          ...settingsEnv({
-            temporalAddress: opts.temporalAddress,
-            natsUrl: opts.natsUrl,
-            temporalNamespace: opts.namespace,
-            taskQueue: opts.taskQueue,
-            workerId: `${opts.runId}-w${slot}`,
-            workerConcurrency: layout.concurrency,
-            exitWithParent: true,
-            workerRunId: opts.runId,
-          }),
-          // its NATS credentials and the results key it signs with (store/bus-auth.ts)
-          ...busAccessEnv(opts.natsUrl, 'worker'),
-        },
-      })
-    } finally {
-      closeSync(fd)
-    }
+  // the rest of the worker's settings (judge, log level) it inherits from this process's environment
+  const envOf = (slot: number): NodeJS.ProcessEnv => ({
+    ...process.env,
+    ...opts.env,
+    ...settingsEnv({
+      temporalAddress: opts.temporalAddress,
+      natsUrl: opts.natsUrl,
+      temporalNamespace: opts.namespace,
+      taskQueue: opts.taskQueue,
+      workerId: `${opts.runId}-w${slot}`,
+      workerConcurrency: layout.concurrency,
+      exitWithParent: true,
+      workerRunId: opts.runId,
+    }),
+    // its NATS credentials and the results key it signs with (store/bus-auth.ts)
+    ...busAccessEnv(opts.natsUrl, 'worker'),
+  })
+  const spawnWorker = (slot: number): ChildProcess => forkWorkerProcess(join(opts.logDir, `worker-${slot}.log`), envOf(slot), false)
+  // workers forked while forge run started (app/worker-prefork.ts) have loaded their code by now: they take the first slots
+  const early = takePreforked()
+  for (const child of early.splice(layout.processes)) child.kill('SIGTERM')
+  const startWorker = (slot: number): ChildProcess => {
+    const child = early[slot]
+    if (child === undefined) return spawnWorker(slot)
+    sendWorkerSettings(child, envOf(slot))
+    return child
   }
-  const workers = Array.from({ length: layout.processes }, (_, slot) => spawnWorker(slot))
+  const workers = Array.from({ length: layout.processes }, (_, slot) => startWorker(slot))
   const ready = Promise.all(
     workers.map(
       (child, i) =>
         new Promise<void>((resolve, reject) => {
-          child.once('message', () => resolve())
+          // a worker forked early says first that it waits for its settings (app/worker-prefork.ts)
+          const onMessage = (message: unknown): void => {
+            if ((message as { ready?: boolean } | null)?.ready !== true) return
+            child.off('message', onMessage)
+            resolve()
+          }
+          child.on('message', onMessage)
           child.once('exit', (code) => reject(new Error(`worker ${i} exited during start-up (code ${code}); see ${join(opts.logDir, `worker-${i}.log`)}`)))
         }),
     ),

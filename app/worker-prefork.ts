@@ -1,0 +1,116 @@
+/**
+ * Worker processes forked before their run is planned (issue 15). A worker spends ~0.45 s loading its
+ * code before it can do anything; `forge run` spends about as long loading its own and planning. So
+ * the `run` command forks its workers first (cli/hooks/init.ts, before oclif loads the command) with
+ * `--await-settings`: they load their code on the other core and wait. The worker pool
+ * (app/worker-pool.ts) then hands them their settings over IPC instead of forking new ones. A
+ * worker nobody claims exits when `forge run` does (its IPC channel closes), or is stopped with
+ * `discardPreforked`. Kept free of heavy imports: the init hook loads this before anything else.
+ */
+import { fork, type ChildProcess } from 'node:child_process'
+import { closeSync, mkdirSync, openSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { distEntry } from '../stack/paths.js'
+
+/** the argument that makes a worker process wait for its settings (workers/worker-process.ts) */
+export const AWAIT_SETTINGS_ARG = '--await-settings'
+
+/** the IPC message that gives a waiting worker its whole environment */
+export interface WorkerSettingsMessage {
+  forgeWorkerSettings: Record<string, string>
+}
+
+const waiting: ChildProcess[] = []
+/** resolves when a waiting worker has loaded its code and listens for its settings */
+const listening = new WeakMap<ChildProcess, Promise<void>>()
+
+/**
+ * Forks one worker process, its output appended to `logFile`, in its own process group (a terminal's
+ * Ctrl-C is for forge run, which cancels the run first); waiting for its settings when `awaitSettings`.
+ */
+export function forkWorkerProcess(logFile: string, env: NodeJS.ProcessEnv, awaitSettings: boolean): ChildProcess {
+  mkdirSync(dirname(logFile), { recursive: true })
+  const fd = openSync(logFile, 'a')
+  try {
+    return fork(distEntry('workers/worker-process.js'), awaitSettings ? [AWAIT_SETTINGS_ARG] : [], { stdio: ['ignore', fd, fd, 'ipc'], detached: true, env })
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** Forks worker processes for slots 0…count-1 that have none waiting yet (returns the new ones); they hold nothing of this process open. */
+export function preforkWorkers(count: number, logDir: string): ChildProcess[] {
+  const forked: ChildProcess[] = []
+  for (let slot = waiting.length; slot < count; slot++) {
+    const child = forkWorkerProcess(join(logDir, `worker-${slot}.log`), process.env, true)
+    // a message sent before the worker listens would be lost: it says when it listens
+    listening.set(
+      child,
+      new Promise<void>((resolve) => {
+        const heard = (message: unknown): void => {
+          if ((message as { awaitingSettings?: boolean } | null)?.awaitingSettings !== true) return
+          child.off('message', heard)
+          resolve()
+        }
+        child.on('message', heard)
+      }),
+    )
+    // an unclaimed worker must not keep forge run alive
+    child.unref()
+    child.channel?.unref()
+    child.once('exit', () => {
+      const at = waiting.indexOf(child)
+      if (at >= 0) waiting.splice(at, 1)
+    })
+    waiting.push(child)
+    forked.push(child)
+  }
+  return forked
+}
+
+/** The waiting workers, now the caller's (they keep this process alive again, as forked workers do). */
+export function takePreforked(): ChildProcess[] {
+  const taken = waiting.splice(0).filter((child) => child.exitCode === null && child.signalCode === null && child.connected)
+  for (const child of taken) {
+    child.ref()
+    child.channel?.ref()
+  }
+  return taken
+}
+
+/** Stops the workers nobody claimed (a run that failed before its workers started). */
+export function discardPreforked(): void {
+  for (const child of waiting.splice(0)) child.kill('SIGTERM')
+}
+
+/**
+ * Hands a waiting worker its environment once it listens; it starts as a worker forked with that
+ * environment would. A worker that died meanwhile is the caller's to notice (its exit).
+ */
+export function sendWorkerSettings(child: ChildProcess, env: NodeJS.ProcessEnv): void {
+  const settings: Record<string, string> = {}
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) settings[name] = value
+  void (listening.get(child) ?? Promise.resolve()).then(() => {
+    if (child.connected) child.send({ forgeWorkerSettings: settings } satisfies WorkerSettingsMessage)
+  })
+}
+
+/**
+ * How many worker processes `forge run <argv>` will start here, read from its raw arguments before
+ * oclif parses them; undefined when it starts none or it is not worth guessing (help, a dry run,
+ * `--workers 0`, a value that is not a whole number). A wrong guess costs a process that exits unused.
+ */
+export function preforkCount(argv: readonly string[], maxProcesses: number): number | undefined {
+  let workers = 1
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg === '--help' || arg === '-h' || arg === '--dry-run' || arg === '--version') return undefined
+    if (arg === '--workers' || arg.startsWith('--workers=')) {
+      const value = arg === '--workers' ? argv[i + 1] : arg.slice('--workers='.length)
+      if (value === undefined || !/^\d+$/.test(value)) return undefined
+      workers = Number(value)
+    }
+  }
+  if (workers === 0) return undefined
+  return Math.max(1, Math.min(workers, maxProcesses))
+}

@@ -1,0 +1,23 @@
+/**
+ * oclif's init hook: runs before the command is loaded. For `forge run` it forks the run's worker
+ * processes first, so they load their code while forge run loads its own and plans the run
+ * (app/worker-prefork.ts). Only light modules are imported here.
+ */
+import type { Hook } from '@oclif/core'
+import { join } from 'node:path'
+import { resolveConfig } from '../../config/index.js'
+import { maxLocalWorkerProcesses } from '../../app/worker-pool.js'
+import { preforkCount, preforkWorkers } from '../../app/worker-prefork.js'
+
+const hook: Hook<'init'> = async function ({ id, argv }) {
+  if (id !== 'run') return
+  try {
+    const config = resolveConfig()
+    const count = preforkCount(argv, maxLocalWorkerProcesses())
+    if (count !== undefined) preforkWorkers(count, join(config.home, 'logs'))
+  } catch {
+    // a setting the command will refuse with a clear message: leave it to the command
+  }
+}
+
+export default hook

@@ -1,0 +1,106 @@
+/**
+ * Workers forked before their run is planned (app/worker-prefork.ts) on a real stack: the run's
+ * pool takes them, a run that fails first leaves none behind, and neither does a forge run that dies.
+ */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runSuite } from '../../app/run.js'
+import { preforkWorkers } from '../../app/worker-prefork.js'
+import { packageRoot } from '../../stack/paths.js'
+import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
+
+let stack: TestStack
+
+beforeAll(async () => {
+  stack = await startTestStack('prefork')
+})
+afterAll(async () => {
+  await stack?.down()
+})
+
+const alive = (pid: number): boolean => {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('Z')
+  } catch {
+    return false
+  }
+}
+
+/** waits (on state, not a fixed time) until `pid` is gone; false if it outlives the deadline */
+async function gone(pid: number, ms = 20_000): Promise<boolean> {
+  const deadline = Date.now() + ms
+  while (alive(pid)) {
+    if (Date.now() > deadline) return false
+    await sleep(50)
+  }
+  return true
+}
+
+/** worker processes waiting for their settings whose environment names this FORGE_HOME */
+function waitingWorkersOf(home: string): number[] {
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8')
+      if (!cmdline.includes('worker-process.js') || !cmdline.includes('--await-settings')) continue
+      if (readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0').includes(`FORGE_HOME=${home}`)) pids.push(Number(entry))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids
+}
+
+describe('workers forked before the run is planned', () => {
+  it("are the run's workers: the pool hands them their settings and the run completes on them", async () => {
+    const [early] = preforkWorkers(1, join(stack.home, 'logs'))
+    let pids: number[] = []
+    const report = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers: 1, concurrency: 5, seed: 'prefork' }, (event) => {
+      if (event.kind === 'workers') pids = event.pids
+    })
+    expect(pids).toEqual([early!.pid])
+    expect(report.attempts).toBe(10)
+    expect(report.status).toBe('completed')
+    // stopped with the run, as a worker forked by the pool is
+    expect(await gone(early!.pid!)).toBe(true)
+  })
+
+  it('are stopped when the run fails before its workers start (an unknown suite)', async () => {
+    const [early] = preforkWorkers(1, join(stack.home, 'logs'))
+    await expect(runSuite(stack.config, { suite: 'no-such-suite', adapter: 'mock', attempts: 1, workers: 1, concurrency: 1 })).rejects.toThrow(/no-such-suite/)
+    expect(await gone(early!.pid!)).toBe(true)
+  })
+
+  it('exit when the process that forked them dies before it needs them, even while they still load', async () => {
+    // a parent that forks a worker and exits at once: the worker is still importing its code
+    const script = `import { preforkWorkers } from ${JSON.stringify(join(packageRoot(), 'dist', 'app', 'worker-prefork.js'))}; const [c] = preforkWorkers(1, ${JSON.stringify(join(stack.home, 'logs'))}); console.log(c.pid); process.exit(0)`
+    const parent = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    parent.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+    await new Promise((resolve) => parent.once('exit', resolve))
+    const pid = Number(out.trim())
+    expect(pid).toBeGreaterThan(0)
+    expect(await gone(pid)).toBe(true)
+  })
+
+  it('leave nothing behind when forge run refuses its input', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'forge-prefork-cli-'))
+    try {
+      const r = forge(['run', '--suite', 'no-such-suite', '--attempts', '1', '--workers', '2'], { ...stack.env, FORGE_HOME: home })
+      expect(r.status).not.toBe(0)
+      expect(r.stderr).toMatch(/no-such-suite/)
+      // its init hook did fork the two workers (their logs were opened) before the suite was refused
+      expect(readdirSync(join(home, 'logs'))).toEqual(expect.arrayContaining(['worker-0.log', 'worker-1.log']))
+      const deadline = Date.now() + 20_000
+      while (waitingWorkersOf(home).length > 0 && Date.now() < deadline) await sleep(50)
+      expect(waitingWorkersOf(home)).toEqual([])
+    } finally {
+      rmSync(home, { recursive: true, force: true })
+    }
+  })
+})
