@@ -34,6 +34,9 @@ import { localModelConcurrency, startRunModelServer } from './local-model.js'
 export { dryRun, type DryRunReport } from './plan-run.js'
 export type { RunConfig, RunConfigInput } from './run-config.js'
 
+/** how long a cancelled or failed run waits for its final record to be stored */
+const FINAL_RECORD_WAIT_MS = 5_000
+
 /** how long the end of a run waits for the workers' last OTLP exports (a request times out after 10 s) */
 const OTLP_SETTLE_MS = 30_000
 
@@ -152,7 +155,11 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
         if (pool === undefined) fleet = watchFleetWorkers(client, config, onEvent)
       },
       (message) => onEvent({ kind: 'stack', message }),
-    )
+    ).catch(async (error: unknown) => {
+      // a cancelled or failed run recorded its status on its way out: forge run ends once the store holds it
+      if (error instanceof RunFailedError) await withReader(config, (reader) => untilRunEnded(reader, plan.run_id, FINAL_RECORD_WAIT_MS))
+      throw error
+    })
     progress.stop()
     const report = await reportRun(config, plan, result, Date.now() - started, run.ingest_timeout_ms, onEvent)
     if (otlp === undefined) return report
@@ -386,6 +393,16 @@ async function waitForStorage(
     stored = await count()
   }
   if (stored < published) onEvent({ kind: 'ingesting', stored, expected: published })
+}
+
+/** Waits (at most `timeoutMs`: a run terminated from outside records nothing) until the store holds the run's record as ended. */
+async function untilRunEnded(reader: Awaited<ReturnType<typeof openReader>>, runId: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    const run = await getRun(reader, runId).catch(() => undefined)
+    if (run !== undefined && run.status !== 'running') return
+    await sleep(50)
+  }
 }
 
 async function withReader<T>(config: ForgeConfig, use: (reader: Awaited<ReturnType<typeof openReader>>) => Promise<T>): Promise<T> {

@@ -1,14 +1,14 @@
 /**
  * Worker processes forked before their run is planned (issue 15). A worker spends ~0.45 s loading its
  * code before it can do anything; `forge run` spends about as long loading its own and planning. So
- * the `run` command forks its workers first (cli/hooks/init.ts, before oclif loads the command) with
+ * the `run` command forks its workers first (into the slots earlier runs of this FORGE_HOME used) (cli/hooks/init.ts, before oclif loads the command) with
  * `--await-settings`: they load their code on the other core and wait. The worker pool
  * (app/worker-pool.ts) then hands them their settings over IPC instead of forking new ones. A
  * worker nobody claims exits when `forge run` does (its IPC channel closes), or is stopped with
  * `discardPreforked`. Kept free of heavy imports: the init hook loads this before anything else.
  */
 import { fork, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdirSync, openSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { distEntry } from '../stack/paths.js'
 
@@ -38,11 +38,17 @@ export function forkWorkerProcess(logFile: string, env: NodeJS.ProcessEnv, await
   }
 }
 
-/** Forks worker processes for slots 0…count-1 that have none waiting yet (returns the new ones); they hold nothing of this process open. */
+/**
+ * Forks worker processes for slots 0…count-1 that have none waiting yet (returns the new ones); they
+ * hold nothing of this process open. Only into a slot whose log a run has written before: a run that
+ * is then refused (a bad flag, an unknown suite) must leave a new FORGE_HOME as empty as it found it.
+ */
 export function preforkWorkers(count: number, logDir: string): ChildProcess[] {
   const forked: ChildProcess[] = []
   for (let slot = waiting.length; slot < count; slot++) {
-    const child = forkWorkerProcess(join(logDir, `worker-${slot}.log`), process.env, true)
+    const logFile = join(logDir, `worker-${slot}.log`)
+    if (!existsSync(logFile)) break
+    const child = forkWorkerProcess(logFile, process.env, true)
     // a message sent before the worker listens would be lost: it says when it listens
     listening.set(
       child,

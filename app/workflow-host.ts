@@ -58,6 +58,8 @@ export function hostWorkflows(opts: WorkflowHostOptions): WorkflowHost {
           logger: new DefaultLogger('ERROR', (entry) => log(`${entry.level} ${entry.message} ${JSON.stringify(entry.meta ?? {})}`)),
           // the native core's lines too (they would go to stderr)
           telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, forward: {} } },
+          // Ctrl-C is forge run's to handle (it cancels the run first), not the SDK's
+          shutdownSignals: [],
         })
       } catch {
         // a runtime is already installed in this process (an embedding program's): keep it

@@ -27,6 +27,7 @@ function start(): void {
   if (!process.connected) orphaned()
   // forge run sends the settings only once this is heard: a message sent before the listener would be lost
   process.send?.({ awaitingSettings: true })
+  console.error(`worker ${process.pid} forked early: loaded, waiting for its run's settings`)
 }
 
 function main(): void {

@@ -3,13 +3,13 @@
  * pool takes them, a run that fails first leaves none behind, and neither does a forge run that dies.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
-import { preforkWorkers } from '../../app/worker-prefork.js'
+import { discardPreforked, preforkWorkers } from '../../app/worker-prefork.js'
 import { packageRoot } from '../../stack/paths.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 
@@ -17,6 +17,9 @@ let stack: TestStack
 
 beforeAll(async () => {
   stack = await startTestStack('prefork')
+  // as after an earlier one-worker run of this home: slot 0 has its log
+  mkdirSync(join(stack.home, 'logs'), { recursive: true })
+  writeFileSync(join(stack.home, 'logs', 'worker-0.log'), '', { flag: 'a' })
 })
 afterAll(async () => {
   await stack?.down()
@@ -59,6 +62,7 @@ function waitingWorkersOf(home: string): number[] {
 describe('workers forked before the run is planned', () => {
   it("are the run's workers: the pool hands them their settings and the run completes on them", async () => {
     const [early] = preforkWorkers(1, join(stack.home, 'logs'))
+    expect(early?.pid).toBeGreaterThan(0)
     let pids: number[] = []
     const report = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers: 1, concurrency: 5, seed: 'prefork' }, (event) => {
       if (event.kind === 'workers') pids = event.pids
@@ -70,8 +74,13 @@ describe('workers forked before the run is planned', () => {
     expect(await gone(early!.pid!)).toBe(true)
   })
 
+  it('go only into slots earlier runs of the home used (a new home stays empty when a run is refused)', () => {
+    expect(preforkWorkers(1, join(stack.home, 'no-logs-here'))).toEqual([])
+  })
+
   it('are stopped when the run fails before its workers start (an unknown suite)', async () => {
     const [early] = preforkWorkers(1, join(stack.home, 'logs'))
+    expect(early?.pid).toBeGreaterThan(0)
     await expect(runSuite(stack.config, { suite: 'no-such-suite', adapter: 'mock', attempts: 1, workers: 1, concurrency: 1 })).rejects.toThrow(/no-such-suite/)
     expect(await gone(early!.pid!)).toBe(true)
   })
@@ -88,14 +97,40 @@ describe('workers forked before the run is planned', () => {
     expect(await gone(pid)).toBe(true)
   })
 
+  it("are forked by forge run's init hook, before the command loads: as many as --workers asks (capped), none for other commands or a dry run", async () => {
+    const home = mkdtempSync(join(tmpdir(), 'forge-prefork-hook-'))
+    const before = process.env['FORGE_HOME']
+    try {
+      mkdirSync(join(home, 'logs'))
+      for (const slot of [0, 1, 2]) writeFileSync(join(home, 'logs', `worker-${slot}.log`), '')
+      process.env['FORGE_HOME'] = home
+      const hook = (await import('../../cli/hooks/init.js')).default
+      const call = (id: string, argv: string[]) => hook.call({} as never, { id, argv, config: {} as never, context: {} as never })
+      await call('stats', ['--run-id', 'x'])
+      await call('run', ['--suite', 'smoke', '--dry-run'])
+      expect(waitingWorkersOf(home)).toEqual([])
+      await call('run', ['--suite', 'smoke', '--workers', '2'])
+      expect(waitingWorkersOf(home)).toHaveLength(2)
+    } finally {
+      if (before === undefined) delete process.env['FORGE_HOME']
+      else process.env['FORGE_HOME'] = before
+      discardPreforked()
+      const deadline = Date.now() + 20_000
+      while (waitingWorkersOf(home).length > 0 && Date.now() < deadline) await sleep(50)
+      expect(waitingWorkersOf(home)).toEqual([])
+      rmSync(home, { recursive: true, force: true })
+    }
+  })
+
   it('leave nothing behind when forge run refuses its input', async () => {
     const home = mkdtempSync(join(tmpdir(), 'forge-prefork-cli-'))
     try {
+      // a home whose runs used two worker slots before (a new one gets no early workers: it stays empty)
+      mkdirSync(join(home, 'logs'))
+      for (const slot of [0, 1]) writeFileSync(join(home, 'logs', `worker-${slot}.log`), '')
       const r = forge(['run', '--suite', 'no-such-suite', '--attempts', '1', '--workers', '2'], { ...stack.env, FORGE_HOME: home })
       expect(r.status).not.toBe(0)
       expect(r.stderr).toMatch(/no-such-suite/)
-      // its init hook did fork the two workers (their logs were opened) before the suite was refused
-      expect(readdirSync(join(home, 'logs'))).toEqual(expect.arrayContaining(['worker-0.log', 'worker-1.log']))
       const deadline = Date.now() + 20_000
       while (waitingWorkersOf(home).length > 0 && Date.now() < deadline) await sleep(50)
       expect(waitingWorkersOf(home)).toEqual([])
