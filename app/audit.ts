@@ -12,7 +12,7 @@ import type { AttemptRegrade, AuditRecord, ReviewResolution, RunRecord } from '.
 import type { AuditEntryHead } from '../core/audit.js'
 import { ConfigError } from '../core/errors.js'
 import { auditChain, auditEntries, auditEntryHeads, auditRowsOfRun, countAuditEntries, insertAuditRecords, regradeAuditRows, regradeKey, resolutionAuditRows } from '../store/audit.js'
-import { connectBus, jetstream, publishAuditRecord, publishRunRecord } from '../store/bus.js'
+import { connectBus, jetstream, publishAuditRecord, publishRunRecord, requestIngesterFlush } from '../store/bus.js'
 import { busReader } from '../store/bus-reader.js'
 import { openClickHouse, type StoreReader } from '../store/clickhouse.js'
 import { StoreError } from '../store/errors.js'
@@ -67,11 +67,13 @@ async function writeAudit(config: ForgeConfig, record: AuditRecord, run: RunReco
     ]
     for (const [i, piece] of pieces.entries()) await publishAuditRecord(js, piece, `${id}#${i}`)
     if (run !== undefined) await publishRunRecord(js, run)
+    // this process waits for them next
+    requestIngesterFlush(nc)
     const reader = busReader(nc)
     const deadline = Date.now() + 30_000
     while (!(await stored(reader))) {
       if (Date.now() > deadline) throw new StoreError('the running ingester did not store the audit records in time; it may predate the audit trail: restart the stack (forge stack down, then forge stack up)')
-      await sleep(100)
+      await sleep(50)
     }
   } finally {
     await nc.drain().catch(() => undefined)
@@ -159,7 +161,7 @@ export async function sealRunWhenStored(config: ForgeConfig, runId: string, stor
     const deadline = Date.now() + timeoutMs
     const landed = async (): Promise<boolean> =>
       (await countAuditEntries(reader, runId, 'attempt')) >= stored.attempts && (stored.judged === 0 || (await countAuditEntries(reader, runId, 'judgement')) >= stored.judged)
-    while (!(await landed()) && Date.now() < deadline) await sleep(100)
+    while (!(await landed()) && Date.now() < deadline) await sleep(50)
   } finally {
     await reader.close()
   }

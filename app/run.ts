@@ -11,7 +11,7 @@ import type { RunPlan, Task } from '../core/contracts/index.js'
 import { describeCompleteness, describeHarnessErrors, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import { ConfigError, ForgeError } from '../core/errors.js'
 import { checkTaskSizes, formatBytes } from '../core/message-size.js'
-import { busMaxPayload, connectBus, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
+import { busMaxPayload, connectBus, requestIngesterFlush, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import { isolationOf } from '../engine/sandbox/config.js'
 import { superviseStack } from '../stack/supervisor.js'
@@ -157,9 +157,14 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
       (message) => onEvent({ kind: 'stack', message }),
     ).catch(async (error: unknown) => {
       // a cancelled or failed run recorded its status on its way out: forge run ends once the store holds it
-      if (error instanceof RunFailedError) await withReader(config, (reader) => untilRunEnded(reader, plan.run_id, FINAL_RECORD_WAIT_MS))
+      if (error instanceof RunFailedError) {
+        requestIngesterFlush(nc)
+        await withReader(config, (reader) => untilRunEnded(reader, plan.run_id, FINAL_RECORD_WAIT_MS))
+      }
       throw error
     })
+    // the run's final record is on its way to the store: forge run waits for it next
+    requestIngesterFlush(nc)
     progress.stop()
     const report = await reportRun(config, plan, result, Date.now() - started, run.ingest_timeout_ms, onEvent)
     if (otlp === undefined) return report
@@ -389,7 +394,7 @@ async function waitForStorage(
       onEvent({ kind: 'ingesting', stored, expected: published })
       lastReport = Date.now()
     }
-    await sleep(100)
+    await sleep(50)
     stored = await count()
   }
   if (stored < published) onEvent({ kind: 'ingesting', stored, expected: published })

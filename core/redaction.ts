@@ -224,9 +224,14 @@ function secretFieldSegments(segments: readonly string[]): boolean {
 
 /** The values of every variable in `env` whose name looks like a secret (long enough to search for). */
 export function secretValuesOf(env: Readonly<Record<string, string | undefined>>): string[] {
-  return Object.entries(env)
-    .filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].length >= MIN_SECRET_LENGTH && looksLikeSecretName(entry[0]))
-    .map(([, value]) => value)
+  // names first: reading a value of process.env is a call into the runtime, and a worker asks once per attempt
+  const values: string[] = []
+  for (const name of Object.keys(env)) {
+    if (!looksLikeSecretName(name)) continue
+    const value = env[name]
+    if (value !== undefined && value.length >= MIN_SECRET_LENGTH) values.push(value)
+  }
+  return values
 }
 
 export interface RedactorOptions {
@@ -252,10 +257,13 @@ export class Redactor {
   private readonly tally: RedactionCounts = {}
   /** texts already searched that hold nothing to replace */
   private readonly clean = new Set<string>()
+  /** texts in which nothing sensitive was found with these secrets, by any redactor of this process */
+  private readonly cleanEverywhere: CleanTexts
 
   constructor(opts: RedactorOptions = {}) {
     this.secrets = [...(opts.secrets ?? [])]
     this.keep = new Set((opts.keepPii ?? []).map((value) => canonicalValue(/@/.test(value) ? 'email' : 'card', value)))
+    this.cleanEverywhere = cleanTextsFor(this.secrets)
   }
 
   /** The secret values this redactor searches for (secret_leak looks for the same). */
@@ -291,8 +299,10 @@ export class Redactor {
 
   /** `text` with every sensitive value replaced by its label. */
   text(text: string): string {
-    if (this.clean.has(text)) return text
-    const findings = findSensitive(text, this.secrets).filter((f) => !this.keeps(f))
+    if (this.clean.has(text) || this.cleanEverywhere.has(text)) return text
+    const found = findSensitive(text, this.secrets)
+    if (found.length === 0) this.cleanEverywhere.add(text)
+    const findings = found.filter((f) => !this.keeps(f))
     if (findings.length === 0) {
       // a trace repeats its strings (keys, tool names, arguments in both the result and the trace)
       if (text.length <= 4096 && this.clean.size < 10_000) this.clean.add(text)
@@ -352,6 +362,47 @@ export class Redactor {
     }
     return value
   }
+}
+
+/**
+ * Texts known to hold nothing sensitive, for one set of known secrets: findSensitive is a function
+ * of the text and the secrets, so what one attempt found clean is clean for the next. Attempts of a
+ * run repeat their instructions, tool names, arguments and outputs; searching each again was a
+ * worker's largest cost in redaction. Bounded by characters held; cleared whole when full.
+ */
+class CleanTexts {
+  private readonly texts = new Set<string>()
+  private chars = 0
+
+  has(text: string): boolean {
+    return this.texts.has(text)
+  }
+
+  add(text: string): void {
+    if (text.length > CLEAN_TEXT_MAX_CHARS) return
+    if (this.chars + text.length > CLEAN_TEXTS_MAX_CHARS) {
+      this.texts.clear()
+      this.chars = 0
+    }
+    this.texts.add(text)
+    this.chars += text.length
+  }
+}
+
+const CLEAN_TEXT_MAX_CHARS = 4096
+const CLEAN_TEXTS_MAX_CHARS = 4_000_000
+
+/** CleanTexts by set of known secrets (a worker sees a handful: its environment, plus each adapter config's references). */
+const cleanTextsBySecrets = new Map<string, CleanTexts>()
+
+function cleanTextsFor(secrets: readonly string[]): CleanTexts {
+  const key = secrets.join('\u0000')
+  let texts = cleanTextsBySecrets.get(key)
+  if (texts === undefined) {
+    if (cleanTextsBySecrets.size >= 16) cleanTextsBySecrets.clear()
+    cleanTextsBySecrets.set(key, (texts = new CleanTexts()))
+  }
+  return texts
 }
 
 /** The identity of a found value: card and phone numbers by their digits, emails case-insensitively. */

@@ -27,6 +27,8 @@ export const subjects = {
   progress: (runId: string) => `forge.progress.${runId}`,
   storeQuery: 'forge.store.query',
   ingesterPing: 'forge.ingester.ping',
+  /** "someone waits for the store now": the ingester inserts what it holds without waiting for its windows */
+  ingesterFlush: 'forge.ingester.flush',
 } as const
 
 export type { NatsConnection }
@@ -290,6 +292,19 @@ export interface IngestProgress {
 }
 
 /**
+ * Tells the ingester that someone now waits for what was published (the end of a run, a seal): it
+ * inserts what it holds at once instead of after its quiet window (workers/ingester.ts). Core NATS,
+ * no answer: a lost request only costs that window.
+ */
+export function requestIngesterFlush(nc: NatsConnection): void {
+  try {
+    nc.publish(subjects.ingesterFlush)
+  } catch {
+    // a closed connection: the ingester's own windows still store everything
+  }
+}
+
+/**
  * Waits until the ingester has acked every message published to the results stream before the call
  * (its ack floor reaches the stream's last sequence then), calling `onWait` between polls. Returns the
  * progress seen last and whether it caught up within `timeoutMs`.
@@ -304,6 +319,7 @@ export async function waitForIngestedBacklog(
   try {
     jsm = await jetstreamManager(nc)
     target = (await jsm.streams.info(RESULTS_STREAM)).state.last_seq
+    requestIngesterFlush(nc)
   } catch (error) {
     throw new BusError(`reading the results stream failed: ${(error as Error).message}`, { cause: error })
   }
@@ -318,6 +334,6 @@ export async function waitForIngestedBacklog(
     if (progress.acked >= target || progress.pending === 0) return { caughtUp: true, progress }
     if (Date.now() >= deadline) return { caughtUp: false, progress }
     opts.onWait?.(progress)
-    await new Promise((resolve) => setTimeout(resolve, opts.pollMs ?? 100))
+    await new Promise((resolve) => setTimeout(resolve, opts.pollMs ?? 25))
   }
 }

@@ -64,6 +64,8 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   let stopping = false
   const grading = createGradingLane(store, logger, batchSize, opts.gradingFlushMs ?? 500)
   const rounds = createInsertRounds(batchSize, opts.flushIntervalMs ?? INSERT_WINDOW_MS, grading, (batch) => ingestBatch(batch, { store, logger, stats, grading, resultsKey: opts.resultsKey }))
+  // the end of a run, a seal: whoever is about to wait for the store says so (store/bus.ts requestIngesterFlush)
+  const flushSub = nc.subscribe(subjects.ingesterFlush, { callback: (error) => void (error ? undefined : rounds.urgent()) })
   const loop = (async () => {
     // after NATS reconnects (a restarted server), consuming starts over with a fresh pull (issue 12)
     for (;;) {
@@ -84,6 +86,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
     consuming: loop,
     async stop() {
       stopping = true
+      flushSub.unsubscribe()
       await messages.close()
       await loop.catch(() => undefined)
       await rounds.drain()
@@ -135,7 +138,22 @@ export const INSERT_WINDOW_MS = 200
  */
 export const QUIET_MS = 100
 
-function createInsertRounds(batchSize: number, flushIntervalMs: number, grading: GradingLane, ingest: (batch: JsMsg[]) => Promise<void>) {
+/**
+ * After a flush request (`forge.ingester.flush`: someone now waits for the store, e.g. the end of a
+ * run or a seal) the ingester is urgent for this long: what it holds goes in at once, and a message
+ * arriving meanwhile waits URGENT_QUIET_MS for company instead of QUIET_MS.
+ */
+export const URGENT_MS = 500
+export const URGENT_QUIET_MS = 5
+
+/** The ingester's insert rounds (exported for their unit tests). */
+export function createInsertRounds(
+  batchSize: number,
+  flushIntervalMs: number,
+  grading: Pick<GradingLane, 'due' | 'ingest' | 'schedule' | 'cancelSchedule'>,
+  ingest: (batch: JsMsg[]) => Promise<void>,
+  quietMs = QUIET_MS,
+) {
   const buffer: JsMsg[] = []
   let timer: NodeJS.Timeout | undefined
   let quietTimer: NodeJS.Timeout | undefined
@@ -163,18 +181,30 @@ function createInsertRounds(batchSize: number, flushIntervalMs: number, grading:
     })
     return running
   }
+  let urgentUntil = 0
   return {
     add(msg: JsMsg): void {
       buffer.push(msg)
       quiet = false
       if (quietTimer) clearTimeout(quietTimer)
-      quietTimer = setTimeout(() => {
-        quietTimer = undefined
-        quiet = true
-        void flush()
-      }, QUIET_MS)
+      quietTimer = setTimeout(
+        () => {
+          quietTimer = undefined
+          quiet = true
+          void flush()
+        },
+        Date.now() < urgentUntil ? URGENT_QUIET_MS : quietMs,
+      )
       if (buffer.length >= batchSize) void flush()
       else if (!timer) timer = setTimeout(() => void flush(), flushIntervalMs)
+    },
+    /** someone waits for the store: insert what waits now, grading rows too, and keep quiet windows short for a while */
+    urgent(): Promise<void> {
+      urgentUntil = Date.now() + URGENT_MS
+      if (quietTimer) clearTimeout(quietTimer)
+      quietTimer = undefined
+      quiet = true
+      return flush()
     },
     /** inserts everything still waiting, grading rows included */
     drain(): Promise<void> {

@@ -96,6 +96,27 @@ describe('the embedded bus', () => {
     const sub = worker.subscribe(subjects.storeQuery)
     await expect(sub.closed).resolves.toBeInstanceOf(Error)
   })
+
+  it('lets workers and the CLI ask the ingester to flush, and only the ingester listen for it', async () => {
+    /** the permission errors the server sent this connection in answer to a publish (they come before the flush's PONG) */
+    const publishRefusals = async (nc: NatsConnection): Promise<string[]> => {
+      const seen: string[] = []
+      void (async () => {
+        for await (const status of nc.status()) if (status.type === 'error') seen.push(String((status as { error?: unknown }).error))
+      })()
+      nc.publish(subjects.ingesterFlush)
+      await nc.flush()
+      await sleep(50)
+      return seen.filter((e) => /permission/i.test(e))
+    }
+    expect(await publishRefusals(await asRole('worker'))).toEqual([])
+    expect(await publishRefusals(await asRole('cli'))).toEqual([])
+    // the refusal path: the ingester's own user may not publish it
+    expect((await publishRefusals(await asRole('ingester'))).join()).toMatch(/forge\.ingester\.flush/)
+    // a worker cannot listen in on who waits for the store
+    const sub = (await asRole('worker')).subscribe(subjects.ingesterFlush)
+    await expect(sub.closed).resolves.toBeInstanceOf(Error)
+  })
 })
 
 describe('signed results', () => {

@@ -75,6 +75,21 @@ describe('Redactor', () => {
     expect(findSensitive('alpha-secret beta-secret', ['beta-secret']).map((f) => f.value)).toEqual(['beta-secret'])
   })
 
+  it('a text one redactor found clean is clean for the next with the same secrets, and searched again by one that knows another secret', () => {
+    const text = 'the deploy token is tok-Q7zX-unguessable today'
+    expect(new Redactor({ secrets: [KNOWN_SECRET] }).text(text)).toBe(text)
+    expect(new Redactor({ secrets: [KNOWN_SECRET] }).text(text)).toBe(text)
+    // another attempt whose agent was handed that token: the shared memory of clean texts is per set of secrets
+    const r = new Redactor({ secrets: [KNOWN_SECRET, 'tok-Q7zX-unguessable'] })
+    expect(r.text(text)).toBe('the deploy token is [REDACTED:secret#1] today')
+    expect(new Redactor().text(text)).toBe(text)
+    expect(new Redactor({ secrets: ['tok-Q7zX-unguessable'] }).text(text)).toBe('the deploy token is [REDACTED:secret#1] today')
+    // a text with PII a task keeps is clean for that redactor only
+    const mail = 'write to jo.baker@example.com'
+    expect(new Redactor({ keepPii: ['jo.baker@example.com'] }).text(mail)).toBe(mail)
+    expect(new Redactor().text(mail)).toBe('write to [REDACTED:email#1]')
+  })
+
   it('is idempotent: redacting a redacted value changes nothing', () => {
     const r = new Redactor({ secrets: [KNOWN_SECRET] })
     const once = r.value({ out: `key ${SHORT_OPENAI_KEY} and ${KNOWN_SECRET}`, password: 'hunter22', n: 4111111111111111 })
@@ -133,6 +148,11 @@ describe('detectors', () => {
 
   it('secret values of an environment: secret names only, long enough', () => {
     expect(secretValuesOf({ OPENAI_API_KEY: 'sk-test-SECRET123', HOME: '/home/me', MY_TOKEN: 'abc', EMPTY_SECRET: undefined })).toEqual(['sk-test-SECRET123'])
+    // and it reads only the values of secret-looking names (a worker asks of process.env every attempt)
+    const read: string[] = []
+    const env = new Proxy({ OPENAI_API_KEY: 'sk-test-SECRET123', HOME: '/home/me', PATH: '/bin' } as Record<string, string>, { get: (target, name: string) => (read.push(name), target[name]) })
+    expect(secretValuesOf(env)).toEqual(['sk-test-SECRET123'])
+    expect(read).toEqual(['OPENAI_API_KEY'])
   })
 
   it('finds findings left to right without overlaps', () => {
