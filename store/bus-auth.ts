@@ -167,8 +167,18 @@ function homeServing(natsUrl: string, env: NodeJS.ProcessEnv): string | undefine
 
 /** The key that signs and checks one run's messages. */
 export function runKey(resultsKey: string, runId: string): Buffer {
-  return createHmac('sha256', Buffer.from(resultsKey, 'hex')).update(`forge-results-v1/${runId}`).digest()
+  const cacheKey = `${resultsKey}/${runId}`
+  let key = runKeys.get(cacheKey)
+  if (key === undefined) {
+    key = createHmac('sha256', Buffer.from(resultsKey, 'hex')).update(`forge-results-v1/${runId}`).digest()
+    if (runKeys.size >= 1024) runKeys.clear()
+    runKeys.set(cacheKey, key)
+  }
+  return key
 }
+
+/** runKey by results key and run: a worker signs and tags two messages per attempt, the ingester checks each (issue 15) */
+const runKeys = new Map<string, Buffer>()
 
 /** The signature of one message: HMAC-SHA256 of subject and body under the run's key, hex. */
 export function signMessage(resultsKey: string, runId: string, subject: string, body: Uint8Array): string {

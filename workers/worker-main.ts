@@ -60,12 +60,21 @@ export interface WorkerOptions {
 export async function runWorker(opts: WorkerOptions): Promise<void> {
   const workerId = opts.workerId ?? `${hostname()}-${process.pid}`
   const logger = createLogger('worker', opts.logLevel).child({ worker_id: workerId })
-  const nc = await connectBus(opts.natsUrl, `forge-worker-${workerId}`, 'worker')
+  // Temporal's connection is made while NATS answers (its failure, if both fail, is the one reported second)
+  const connecting = NativeConnection.connect({ ...opts.temporalConnection, address: opts.temporalAddress })
+  connecting.catch(() => undefined)
+  let nc: NatsConnection
+  try {
+    nc = await connectBus(opts.natsUrl, `forge-worker-${workerId}`, 'worker')
+  } catch (error) {
+    void connecting.then((connection) => connection.close()).catch(() => undefined)
+    throw error
+  }
   // an ingester holding a results key rejects whatever this worker cannot sign
   if (resultsKey() === undefined) logger.warn('results are not signed: no FORGE_RESULTS_KEY (give the workers, ingesters and CLI of a fleet the same hex key)')
   // live OTLP export: counts per run go to `forge run` over core NATS after every request
   const otlp = opts.otlp === undefined ? undefined : createOtlpExporter({ ...opts.otlp, report: (runId, counts) => nc.publish(otlpReportSubject(runId), encodeJson({ worker_id: workerId, ...counts })) })
-  const connection = await NativeConnection.connect({ ...opts.temporalConnection, address: opts.temporalAddress })
+  const connection = await connecting
   const reader = opts.clickhouseUrl !== undefined ? directReader(await openClickHouse({ kind: 'server', url: opts.clickhouseUrl })) : busReader(nc)
   const bundlePath = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
   const judgeOptions = opts.judge === false ? undefined : opts.judge

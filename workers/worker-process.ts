@@ -2,7 +2,7 @@
  * Entry point of a worker child process; configured through FORGE_* variables (config/). The
  * composition root of the process: the only file of workers/ that reaches into app/ and stack/.
  */
-import { sweepActivitiesFor } from '../app/sweep-activities.js'
+import { lazySweepActivities } from '../app/sweep-activities-lazy.js'
 import { liveOtlpOf } from '../app/otlp.js'
 import { resolveConfig } from '../config/index.js'
 import { ConfigError } from '../core/errors.js'
@@ -51,7 +51,7 @@ function main(): void {
       ...(config.worker.runId !== undefined ? { runId: config.worker.runId } : {}),
       logLevel: config.logLevel,
       attempts: role !== 'judge',
-      extraActivities: sweepActivitiesFor(),
+      extraActivities: lazySweepActivities(),
       temporalConnection,
       ...(config.healthPort !== undefined ? { healthPort: config.healthPort } : {}),
       ...(config.otlpUrl !== undefined ? { otlp: liveOtlpOf(config.otlpUrl)! } : {}),

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core'
-import { sweepActivitiesFor } from '../../app/sweep-activities.js'
+import { lazySweepActivities } from '../../app/sweep-activities-lazy.js'
 import { liveOtlpOf } from '../../app/otlp.js'
 import { resolveConfig } from '../../stack/config.js'
 import { ConfigError } from '../../stack/errors.js'
@@ -63,7 +63,7 @@ export default class Worker extends ForgeCommand {
       taskQueue: config.temporal.taskQueue,
       concurrency: flags.concurrency,
       attempts: flags.role !== 'judge',
-      extraActivities: sweepActivitiesFor(),
+      extraActivities: lazySweepActivities(),
       temporalConnection,
       ...(flags['worker-id'] ? { workerId: flags['worker-id'] } : {}),
       ...(config.clickhouseUrl !== undefined ? { clickhouseUrl: config.clickhouseUrl } : {}),

@@ -3,7 +3,8 @@
  * (model and decoding settings), the prompt they build from the invocation payload, and how tool
  * specs, tool arguments and tool results cross to and from the model.
  */
-import OpenAI from 'openai'
+import type OpenAI from 'openai'
+import { loadedOpenAI, loadOpenAI } from '../llm/openai-package.js'
 import { z } from 'zod'
 import type { InvocationPayload, ToolSpec } from '../../core/contracts/index.js'
 import type { AdapterContext, LlmEndpoint } from '../../core/plugins.js'
@@ -118,13 +119,15 @@ export function toolResultContent(outcome: { ok: true; result: unknown } | { ok:
 }
 
 /** An OpenAI client pointed at the attempt's LLM gateway: no retries (a retry is the agent's decision), aborted with the attempt. */
-export function gatewayClient(endpoint: LlmEndpoint, ctx: AdapterContext): OpenAI {
-  return new OpenAI({ baseURL: endpoint.baseURL, apiKey: endpoint.apiKey, maxRetries: 0, timeout: ctx.budget.max_duration_ms })
+export async function gatewayClient(endpoint: LlmEndpoint, ctx: AdapterContext): Promise<OpenAI> {
+  const Client = await loadOpenAI()
+  return new Client({ baseURL: endpoint.baseURL, apiKey: endpoint.apiKey, maxRetries: 0, timeout: ctx.budget.max_duration_ms })
 }
 
 /** True for the gateway's answer once the attempt's token budget is spent. */
 export function isTokenBudgetError(error: unknown): boolean {
-  return error instanceof OpenAI.APIError && error.code === 'max_tokens_budget_exhausted'
+  const openai = loadedOpenAI()
+  return openai !== undefined && error instanceof openai.APIError && error.code === 'max_tokens_budget_exhausted'
 }
 
 /**
@@ -132,15 +135,17 @@ export function isTokenBudgetError(error: unknown): boolean {
  * failing (5xx): the adapter throws, so the attempt is a visible harness error, not an agent failure.
  */
 export function isInfrastructureError(error: unknown): boolean {
-  if (error instanceof OpenAI.APIUserAbortError) return false
-  if (error instanceof OpenAI.APIConnectionError) return true
-  return error instanceof OpenAI.APIError && typeof error.status === 'number' && error.status >= 500
+  const openai = loadedOpenAI()
+  if (openai === undefined || error instanceof openai.APIUserAbortError) return false
+  if (error instanceof openai.APIConnectionError) return true
+  return error instanceof openai.APIError && typeof error.status === 'number' && error.status >= 500
 }
 
 /** How a failed model call is kept on the trace. */
 export function modelError(error: unknown): { kind: string; message: string } {
   if (isTokenBudgetError(error)) return { kind: 'budget_exhausted', message: errorMessage(error) }
-  if (error instanceof OpenAI.APIUserAbortError) return { kind: 'aborted', message: 'the attempt was stopped during a model call' }
+  const openai = loadedOpenAI()
+  if (openai !== undefined && error instanceof openai.APIUserAbortError) return { kind: 'aborted', message: 'the attempt was stopped during a model call' }
   return { kind: 'model_error', message: errorMessage(error) }
 }
 

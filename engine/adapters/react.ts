@@ -28,7 +28,7 @@ export const reactAdapter: AgentAdapter = {
   async invoke(payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput> {
     const config = parseModelConfig('react', ctx.config)
     const decoding = decodingFor(config, ctx.seed)
-    const client = gatewayClient(await ctx.llm(), ctx)
+    const client = await gatewayClient(await ctx.llm(), ctx)
     const tools = openAiTools(payload.tools)
     const messages: Message[] = [
       { role: 'system', content: systemPrompt(payload, config) },

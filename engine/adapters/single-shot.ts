@@ -10,7 +10,7 @@ export const singleShotAdapter: AgentAdapter = {
   name: 'single_shot',
   async invoke(payload: InvocationPayload, ctx: AdapterContext): Promise<AdapterOutput> {
     const config = parseModelConfig('single_shot', ctx.config)
-    const client = gatewayClient(await ctx.llm(), ctx)
+    const client = await gatewayClient(await ctx.llm(), ctx)
     try {
       const completion = await client.chat.completions.create(
         {

@@ -5,7 +5,8 @@
  * malformed reply once with a correction, and reports model, prompt version and decoding settings
  * with every answer. A judge that cannot answer is data (`ok: false`), never an exception.
  */
-import OpenAI from 'openai'
+import type OpenAI from 'openai'
+import { loadOpenAI } from '../llm/openai-package.js'
 import type { JudgeSettings, JudgeStamp } from '../../core/contracts/index.js'
 import { judgeDecoding, retryMessages, type JudgeCallOutcome, type JudgeMessage, type JudgeRequest } from '../../core/judge/protocol.js'
 import { readSetting } from '../../config/index.js'
@@ -62,7 +63,7 @@ export interface JudgeUsage {
 export async function askJudge<T>(request: JudgeRequest<T>, opts: JudgeCallOptions): Promise<JudgeCallOutcome<T> & { usage: JudgeUsage }> {
   const decoding = judgeDecoding(opts.settings)
   const stamp: JudgeStamp = { model: opts.model, prompt_version: request.prompt_version, decoding }
-  const client = new OpenAI({ baseURL: opts.endpoint.baseURL, apiKey: opts.endpoint.apiKey ?? 'no-key', maxRetries: 3, timeout: opts.settings.timeout_ms })
+  const client = new (await loadOpenAI())({ baseURL: opts.endpoint.baseURL, apiKey: opts.endpoint.apiKey ?? 'no-key', maxRetries: 3, timeout: opts.settings.timeout_ms })
   const limiter = opts.limiter ?? sharedJudgeLimiter()
   const usage: JudgeUsage = { input_tokens: 0, output_tokens: 0, latency_ms: 0 }
   let calls = 0
