@@ -86,13 +86,25 @@ const sha256 = oneShot !== undefined ? (text: string): string => oneShot('sha256
 
 function canonicalValue(value: unknown): string {
   if (value === undefined || value === null) return 'null'
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (typeof value === 'number' || typeof value === 'boolean') return JSON.stringify(typeof value === 'boolean' ? Number(value) : value)
-  if (Array.isArray(value)) return `[${value.map(canonicalValue).join(',')}]`
-  return `{${Object.keys(value as object)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${canonicalValue((value as Record<string, unknown>)[k])}`)
-    .join(',')}}`
+  if (typeof value === 'string' || typeof value === 'number') return JSON.stringify(value)
+  if (typeof value === 'boolean') return value ? '1' : '0'
+  // appended in place rather than mapped and joined: a trace's and a tool call's nested values are most of a manifest's work
+  if (Array.isArray(value)) {
+    let out = '['
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out += ','
+      // a hole stays empty, as Array.prototype.join leaves it
+      if (i in value) out += canonicalValue(value[i])
+    }
+    return out + ']'
+  }
+  const keys = Object.keys(value as object).sort()
+  let out = '{'
+  for (let i = 0; i < keys.length; i++) {
+    if (i > 0) out += ','
+    out += `${JSON.stringify(keys[i])}:${canonicalValue((value as Record<string, unknown>)[keys[i]!])}`
+  }
+  return out + '}'
 }
 
 /** The columns of a table's rows that are hashed, in a fixed order. */
@@ -114,10 +126,35 @@ function fieldDigest(part: string, version: number): string {
   return version >= 2 && part.length <= SHORT_FIELD ? fnv1a(part) : sha256(part).slice(0, 8)
 }
 
-function rowDigests(row: AuditRow, columns: readonly string[], version: number): { digest: string; fields: string } {
-  const parts = columns.map((column) => canonicalValue(row.values[column]))
+/**
+ * The canonical forms and field digests one manifest already computed: its rows repeat most of their
+ * values (the attempt's ids in every row; a metric row's kind, status and version), and computing
+ * them was the largest part of a worker's audit work (issue 15). Only a cache: the digests are the same.
+ */
+class ManifestMemo {
+  private readonly canonical = new Map<string | number | boolean, string>()
+  private readonly digests = new Map<string, string>()
+
+  constructor(private readonly version: number) {}
+
+  canonicalOf(value: unknown): string {
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') return canonicalValue(value)
+    let text = this.canonical.get(value)
+    if (text === undefined) this.canonical.set(value, (text = canonicalValue(value)))
+    return text
+  }
+
+  fieldDigestOf(part: string): string {
+    let digest = this.digests.get(part)
+    if (digest === undefined) this.digests.set(part, (digest = fieldDigest(part, this.version)))
+    return digest
+  }
+}
+
+function rowDigests(row: AuditRow, columns: readonly string[], memo: ManifestMemo): { digest: string; fields: string } {
+  const parts = columns.map((column) => memo.canonicalOf(row.values[column]))
   let fields = ''
-  for (const part of parts) fields += fieldDigest(part, version)
+  for (const part of parts) fields += memo.fieldDigestOf(part)
   return { digest: sha256(`${row.table}\n${row.key}\n${parts.join('\n')}`), fields }
 }
 
@@ -126,9 +163,10 @@ export function manifestOf(rows: readonly AuditRow[], columns?: Record<string, s
   const tables = [...new Set(rows.map((row) => row.table))].sort()
   const cols: Record<string, string[]> = {}
   for (const table of tables) cols[table] = columns?.[table] ?? columnsOf(rows.filter((row) => row.table === table))
+  const memo = new ManifestMemo(version)
   const manifestRows = [...rows]
     .sort((a, b) => (a.table === b.table ? compare(a.key, b.key) : compare(a.table, b.table)))
-    .map((row) => ({ table: row.table, key: row.key, ...rowDigests(row, cols[row.table]!, version) }))
+    .map((row) => ({ table: row.table, key: row.key, ...rowDigests(row, cols[row.table]!, memo) }))
   return { version, columns: cols, rows: manifestRows }
 }
 

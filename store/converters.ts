@@ -3,8 +3,17 @@ import { RunRecord, type AttemptResult, type BaselineRecord, type RunRecordInput
 
 /** ClickHouse DateTime64(3) text for an epoch-millisecond instant (UTC). */
 export function toChDateTime(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '')
+  // a batch's rows share their ingested_at, an attempt's rows their audit stamp: the last answer is kept
+  if (ms !== lastChDateTime.ms) {
+    const iso = new Date(ms).toISOString()
+    lastChDateTime.ms = ms
+    // (a year past 9999 is written with six digits and a sign)
+    lastChDateTime.text = iso.length === 24 ? `${iso.slice(0, 10)} ${iso.slice(11, 23)}` : iso.replace('T', ' ').replace('Z', '')
+  }
+  return lastChDateTime.text
 }
+
+const lastChDateTime = { ms: Number.NaN, text: '' }
 
 /** Epoch milliseconds from ClickHouse DateTime64 text ('2026-11-30 02:40:21.123', UTC). */
 export function fromChDateTime(text: string): number {

@@ -188,6 +188,29 @@ describe('audit manifests by version', () => {
     expect(first(w)).toEqual({ intact: false, first: { seq: 1, kind: 'edited_field', entry: 'attempt a2', detail: 'row tool_calls a2#0: args changed' } })
   })
 
+  it("a row's digest is the sha-256 of its table, key and each column's canonical text, the same for every row that repeats a value", () => {
+    // the canonical form written out apart from the implementation: JSON, booleans as 0/1, object keys sorted, missing as null
+    const canonical = (value: unknown): string => {
+      if (value === undefined || value === null) return 'null'
+      if (typeof value === 'boolean') return value ? '1' : '0'
+      if (typeof value !== 'object') return JSON.stringify(value)
+      if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
+      return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`
+    }
+    const sparse: unknown[] = [1]
+    sparse[3] = 'z'
+    const nested = { zeta: [true, { b: null, a: [1.5, 'q"uote'] }], alpha: { missing: undefined, n: -0 }, sparse }
+    const rows: AuditRow[] = [0, 1, 2].map((i) => ({ table: 'metrics', key: `m${i}`, values: { attempt_uid: 'a1', passed: i === 1, value: i === 2 ? nested : 0.25, kind: 'deterministic' } }))
+    const manifest = manifestOf(rows)
+    expect(manifest.columns['metrics']).toEqual(['attempt_uid', 'kind', 'passed', 'value'])
+    manifest.rows.forEach((r, i) => {
+      const parts = manifest.columns['metrics']!.map((c) => canonical(rows[i]!.values[c]))
+      expect(r.digest).toBe(createHash('sha256').update(`metrics\nm${i}\n${parts.join('\n')}`).digest('hex'))
+      expect(r.fields).toBe(parts.map((part) => fnv(part)).join(''))
+    })
+    expect(canonical(nested)).toBe('{"alpha":{"missing":null,"n":0},"sparse":[1,,,"z"],"zeta":[1,{"a":[1.5,"q\\"uote"],"b":null}]}')
+  })
+
   it('names an edited long field in a version-2 manifest too', () => {
     const w = world()
     rowOf(w, 'a1', 'traces').values['stored'] = 'y'.repeat(1_000)

@@ -40,6 +40,12 @@ describe('store converters', () => {
     const ms = Date.UTC(2026, 10, 30, 2, 40, 21, 123)
     expect(toChDateTime(ms)).toBe('2026-11-30 02:40:21.123')
     expect(fromChDateTime('2026-11-30 02:40:21.123')).toBe(ms)
+    // the last answer is kept: the next instant, the same again, the epoch, a six-digit year
+    expect(toChDateTime(ms + 1)).toBe('2026-11-30 02:40:21.124')
+    expect(toChDateTime(ms + 1)).toBe('2026-11-30 02:40:21.124')
+    expect(toChDateTime(0)).toBe('1970-01-01 00:00:00.000')
+    expect(toChDateTime(Date.UTC(10000, 0, 1))).toBe('+010000-01-01 00:00:00.000')
+    expect(() => toChDateTime(Number.NaN)).toThrow(RangeError)
   })
 
   it('turns an attempt into one attempts row, nulls into empty strings and objects into JSON', () => {
