@@ -392,14 +392,14 @@ class CleanTexts {
 const CLEAN_TEXT_MAX_CHARS = 4096
 const CLEAN_TEXTS_MAX_CHARS = 4_000_000
 
-/** CleanTexts by set of known secrets (a worker sees a handful: its environment, plus each adapter config's references). */
+/** CleanTexts by set of known secrets (a run's attempts share one: the worker's environment plus the adapter config's references); at most 4 sets, so ≤ 16 M characters */
 const cleanTextsBySecrets = new Map<string, CleanTexts>()
 
 function cleanTextsFor(secrets: readonly string[]): CleanTexts {
   const key = secrets.join('\u0000')
   let texts = cleanTextsBySecrets.get(key)
   if (texts === undefined) {
-    if (cleanTextsBySecrets.size >= 16) cleanTextsBySecrets.clear()
+    if (cleanTextsBySecrets.size >= 4) cleanTextsBySecrets.clear()
     cleanTextsBySecrets.set(key, (texts = new CleanTexts()))
   }
   return texts

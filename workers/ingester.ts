@@ -152,7 +152,6 @@ export function createInsertRounds(
   flushIntervalMs: number,
   grading: Pick<GradingLane, 'due' | 'ingest' | 'schedule' | 'cancelSchedule'>,
   ingest: (batch: JsMsg[]) => Promise<void>,
-  quietMs = QUIET_MS,
 ) {
   const buffer: JsMsg[] = []
   let timer: NodeJS.Timeout | undefined
@@ -193,7 +192,7 @@ export function createInsertRounds(
           quiet = true
           void flush()
         },
-        Date.now() < urgentUntil ? URGENT_QUIET_MS : quietMs,
+        Date.now() < urgentUntil ? URGENT_QUIET_MS : QUIET_MS,
       )
       if (buffer.length >= batchSize) void flush()
       else if (!timer) timer = setTimeout(() => void flush(), flushIntervalMs)

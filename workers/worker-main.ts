@@ -60,7 +60,7 @@ export interface WorkerOptions {
 export async function runWorker(opts: WorkerOptions): Promise<void> {
   const workerId = opts.workerId ?? `${hostname()}-${process.pid}`
   const logger = createLogger('worker', opts.logLevel).child({ worker_id: workerId })
-  // Temporal's connection is made while NATS answers (its failure, if both fail, is the one reported second)
+  // Temporal's connection is made while NATS answers; when both fail, NATS's failure is the one reported
   const connecting = NativeConnection.connect({ ...opts.temporalConnection, address: opts.temporalAddress })
   connecting.catch(() => undefined)
   let nc: NatsConnection
