@@ -8,5 +8,8 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 180_000,
     reporters: ['default'],
+    // a forge run leaves a warm worker for the next (stack/warm-workers.ts): not in tests, which start
+    // hundreds of runs in homes they remove; test/integration/warm-workers.test.ts turns it on
+    env: { FORGE_WARM_WORKERS: '0' },
   },
 })

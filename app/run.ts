@@ -6,7 +6,7 @@
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { settingsEnv, type ForgeConfig } from '../config/index.js'
+import { readSetting, settingsEnv, type ForgeConfig } from '../config/index.js'
 import type { RunPlan, Task } from '../core/contracts/index.js'
 import { describeCompleteness, describeHarnessErrors, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import { ConfigError, ForgeError } from '../core/errors.js'
@@ -16,6 +16,7 @@ import { countAttempts, getRun } from '../store/repositories.js'
 import { isolationOf } from '../engine/sandbox/config.js'
 import { superviseStack } from '../stack/supervisor.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
+import { leaveWarmWorkers } from '../stack/warm-workers.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { sealRunWhenStored, type SealReport } from './audit.js'
 import { planRun } from './plan-run.js'
@@ -24,7 +25,7 @@ import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { maxLocalWorkerProcesses, startWorkerPool, workerLayoutNote } from './worker-pool.js'
-import { discardPreforked, preforkWorkers } from './worker-prefork.js'
+import { adoptWarmWorkers, discardPreforked, preforkWorkers } from './worker-prefork.js'
 import { runWorkflowHost } from './workflow-host.js'
 import { refuseLocalModelWithoutWorkers, runEndpoints, watchFleetWorkers } from './fleet-workers.js'
 import { tracesUrl } from './otlp.js'
@@ -82,8 +83,13 @@ export interface RunReport extends RunStats {
  * Aborting `signal` (Ctrl-C) cancels the run's workflow; the run is recorded as cancelled.
  */
 export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal, observe?: RunObserver): Promise<RunReport> {
-  // the workers load their code while the run is planned (forge run's init hook forked them sooner)
-  if (typeof input.workers !== 'number' || input.workers > 0) preforkWorkers(Math.min(typeof input.workers === 'number' ? input.workers : 1, maxLocalWorkerProcesses()), join(config.home, 'logs'))
+  // warm workers an earlier run left take the first slots; the others load their code while the run is
+  // planned (forge run's init hook did both sooner)
+  if (typeof input.workers !== 'number' || input.workers > 0) {
+    const count = Math.min(typeof input.workers === 'number' ? input.workers : 1, maxLocalWorkerProcesses())
+    await adoptWarmWorkers(config.home, count)
+    preforkWorkers(count, join(config.home, 'logs'))
+  }
   try {
     return await planAndRun(config, input, onEvent, signal, observe)
   } finally {
@@ -179,6 +185,8 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     observer?.stop()
     await host?.stop()
     await pool?.stop()
+    // the next run of this home starts on workers that have loaded their code (stack/warm-workers.ts)
+    if (pool !== undefined) leaveWarmWorkers(config.home, Math.min(readSetting('warmWorkers'), pool.layout.processes))
     await connection.close()
     await nc.drain().catch(() => undefined)
   }

@@ -4,19 +4,18 @@
  * cancels the run and then stops its workers. A worker that dies is started again in its slot
  * (issue 12). When `forge run` itself dies, its workers serve its run to the end, then exit.
  */
-import type { ChildProcess } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { availableParallelism } from 'node:os'
 import { readSetting, settingsEnv } from '../config/index.js'
 import { busAccessEnv } from '../store/bus-auth.js'
-import { forkWorkerProcess, sendWorkerSettings, takePreforked } from './worker-prefork.js'
+import { discardWorker, forkWorkerProcess, sendWorkerSettings, takePreforked, type WorkerProcess } from './worker-prefork.js'
 
 export interface WorkerPool {
   /** how the requested workers were laid out on this machine: processes × attempt slots each */
   layout: WorkerLayout
   /** the live worker of each slot (a restarted worker replaces its predecessor) */
-  workers: ChildProcess[]
+  workers: WorkerProcess[]
   /** resolves when every worker said it is ready */
   ready: Promise<void>
   stop(): Promise<void>
@@ -88,11 +87,11 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     // its NATS credentials and the results key it signs with (store/bus-auth.ts)
     ...busAccessEnv(opts.natsUrl, 'worker'),
   })
-  const spawnWorker = (slot: number): ChildProcess => forkWorkerProcess(join(opts.logDir, `worker-${slot}.log`), envOf(slot), false)
-  // workers forked while forge run started (app/worker-prefork.ts) have loaded their code by now: they take the first slots
+  const spawnWorker = (slot: number): WorkerProcess => forkWorkerProcess(join(opts.logDir, `worker-${slot}.log`), envOf(slot), false)
+  // warm workers earlier runs left and workers forked while forge run started (app/worker-prefork.ts) have loaded their code: they take the first slots
   const early = takePreforked()
-  for (const child of early.splice(layout.processes)) child.kill('SIGTERM')
-  const startWorker = (slot: number): ChildProcess => {
+  for (const child of early.splice(layout.processes)) discardWorker(child)
+  const startWorker = (slot: number): WorkerProcess => {
     const child = early[slot]
     if (child === undefined) return spawnWorker(slot)
     sendWorkerSettings(child, envOf(slot))

@@ -11,16 +11,21 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { distEntry } from '../stack/paths.js'
+import { claimWarmWorkers, WarmWorker } from '../stack/warm-workers.js'
+
+/** A worker process of a local run: forked by this process, or a warm worker it claimed (stack/warm-workers.ts). */
+export type WorkerProcess = ChildProcess | WarmWorker
 
 /** the argument that makes a worker process wait for its settings (workers/worker-process.ts) */
 export const AWAIT_SETTINGS_ARG = '--await-settings'
 
-/** the IPC message that gives a waiting worker its whole environment */
+/** the message that gives a waiting worker its whole environment and working directory */
 export interface WorkerSettingsMessage {
   forgeWorkerSettings: Record<string, string>
+  cwd: string
 }
 
-const waiting: ChildProcess[] = []
+const waiting: WorkerProcess[] = []
 /** resolves when a waiting worker has loaded its code and listens for its settings */
 const listening = new WeakMap<ChildProcess, Promise<void>>()
 
@@ -74,30 +79,58 @@ export function preforkWorkers(count: number, logDir: string): ChildProcess[] {
   return forked
 }
 
+/**
+ * Claims the warm workers earlier runs of `home` left (stack/warm-workers.ts) for the first of
+ * `count` slots; they wait with the workers forked early. Returns how many were claimed.
+ */
+export async function adoptWarmWorkers(home: string, count: number): Promise<number> {
+  if (waiting.length > 0) return 0
+  const claimed = await claimWarmWorkers(home, count)
+  for (const worker of claimed) {
+    // an unclaimed worker must not keep forge run alive
+    worker.unref()
+    worker.once('exit', () => {
+      const at = waiting.indexOf(worker)
+      if (at >= 0) waiting.splice(at, 1)
+    })
+    waiting.push(worker)
+  }
+  return claimed.length
+}
+
 /** The waiting workers, now the caller's (they keep this process alive again, as forked workers do). */
-export function takePreforked(): ChildProcess[] {
+export function takePreforked(): WorkerProcess[] {
   const taken = waiting.splice(0).filter((child) => child.exitCode === null && child.signalCode === null && child.connected)
   for (const child of taken) {
     child.ref()
-    child.channel?.ref()
+    if (!(child instanceof WarmWorker)) child.channel?.ref()
   }
   return taken
 }
 
-/** Stops the workers nobody claimed (a run that failed before its workers started). */
+/** Lets a waiting worker go: a forked one is stopped, a warm one waits for the next run. */
+export function discardWorker(child: WorkerProcess): void {
+  if (child instanceof WarmWorker) child.release()
+  else child.kill('SIGTERM')
+}
+
+/** Lets go of the workers nobody claimed (a run that failed before its workers started). */
 export function discardPreforked(): void {
-  for (const child of waiting.splice(0)) child.kill('SIGTERM')
+  for (const child of waiting.splice(0)) discardWorker(child)
 }
 
 /**
  * Hands a waiting worker its environment once it listens; it starts as a worker forked with that
  * environment would. A worker that died meanwhile is the caller's to notice (its exit).
  */
-export function sendWorkerSettings(child: ChildProcess, env: NodeJS.ProcessEnv): void {
+export function sendWorkerSettings(child: WorkerProcess, env: NodeJS.ProcessEnv): void {
   const settings: Record<string, string> = {}
   for (const [name, value] of Object.entries(env)) if (value !== undefined) settings[name] = value
-  void (listening.get(child) ?? Promise.resolve()).then(() => {
-    if (child.connected) child.send({ forgeWorkerSettings: settings } satisfies WorkerSettingsMessage)
+  const message: WorkerSettingsMessage = { forgeWorkerSettings: settings, cwd: process.cwd() }
+  // a warm worker said hello before it was claimed: it listens
+  const listens = child instanceof WarmWorker ? Promise.resolve() : (listening.get(child) ?? Promise.resolve())
+  void listens.then(() => {
+    if (child.connected) child.send(message)
   })
 }
 

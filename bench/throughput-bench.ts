@@ -9,8 +9,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { runSuite, type RunConfigInput } from '../app/run.js'
-import { resolveConfig, type ForgeConfig } from '../config/index.js'
+import { readSetting, resolveConfig, type ForgeConfig } from '../config/index.js'
 import { stackDown, stackUp } from '../stack/local-stack.js'
+import { stopWarmWorkers, waitForWarmWorkers } from '../stack/warm-workers.js'
 import { describeForgeRun, measureForgeRun, type ForgeRunMeasurement } from './forge-run.js'
 import { inProcessEngineLoop, type InProcessReport } from './in-process.js'
 import { atLeast, describeTarget, fixed, mean, ratioTarget } from './measure.js'
@@ -38,15 +39,29 @@ export async function warmUp(config: ForgeConfig, workers: number): Promise<void
 
 export interface EngineVsRun {
   inProcess: [InProcessReport, InProcessReport]
+  /** workers started for the run (no warm worker waiting) */
+  coldRun: ForgeRunMeasurement
+  /** on the warm worker(s) the cold run left (stack/warm-workers.ts): what a user's next run gets */
   forgeRun: ForgeRunMeasurement
 }
 
-/** in-process, forge run, in-process: on a stack that is up and warm */
+/** Lets the warm workers the last run left finish loading (their start-up is not the next measurement's). */
+async function settleWarmWorkers(config: ForgeConfig, workers: number): Promise<void> {
+  const count = Math.min(readSetting('warmWorkers'), workers)
+  if (count > 0 && !(await waitForWarmWorkers(config.home, count, 60_000))) throw new Error(`no warm worker came up in ${config.home}/warm; see ${config.home}/logs/worker-0.log`)
+}
+
+/** in-process, forge run cold, forge run on warm workers, in-process: on a stack that is up and warm */
 export async function measureEngineVsRun(config: ForgeConfig, attemptsTotal: number, workers: number): Promise<EngineVsRun> {
+  await settleWarmWorkers(config, workers)
   const first = await inProcessEngineLoop(config, smokeWorkload(attemptsTotal, 1, 'bench'))
+  await stopWarmWorkers(config.home)
+  const coldRun = await measureForgeRun(config, smokeWorkload(attemptsTotal, workers, 'bench-cold'))
+  await settleWarmWorkers(config, workers)
   const forgeRun = await measureForgeRun(config, smokeWorkload(attemptsTotal, workers, 'bench'))
+  await settleWarmWorkers(config, workers)
   const last = await inProcessEngineLoop(config, smokeWorkload(attemptsTotal, 1, 'bench'))
-  return { inProcess: [first, last], forgeRun }
+  return { inProcess: [first, last], coldRun, forgeRun }
 }
 
 export function describeEngineVsRun(m: EngineVsRun): string[] {
@@ -57,7 +72,8 @@ export function describeEngineVsRun(m: EngineVsRun): string[] {
     `${label}: ${r.attempts} attempts, concurrency ${r.concurrency}, wall ${(r.wall_ms / 1000).toFixed(2)} s → ${fixed(r.attempts_per_second)} attempts/s, CPU ${((r.cpu_s * 1000) / r.attempts).toFixed(2)} ms/attempt (${r.published.messages} messages, ${(r.published.bytes / r.attempts / 1024).toFixed(1)} KiB per attempt; outcomes ${JSON.stringify(r.outcomes)})`
   return [
     inProcessLine('in-process engine loop (first)', first),
-    ...describeForgeRun(m.forgeRun, 'forge run (stack up, warm)'),
+    ...describeForgeRun(m.coldRun, 'forge run (stack up, workers started for it)'),
+    ...describeForgeRun(m.forgeRun, 'forge run (stack up, on the warm worker the last run left)'),
     inProcessLine('in-process engine loop (last)', last),
     `forge run ${fixed(run)} attempts/s; in-process ${fixed(engine)} attempts/s (mean of ${fixed(first.attempts_per_second)} and ${fixed(last.attempts_per_second)}); in-process ÷ forge run = ${fixed(engine / run)}×`,
     `  ${describeTarget(atLeast('forge run', run, 500, 'attempts/s'))}`,

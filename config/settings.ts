@@ -131,6 +131,20 @@ export const SETTINGS = {
     defaultText: '0 (auto)',
     schema: wholeNumber(0, 256),
   }),
+  warmWorkers: define({
+    variable: 'FORGE_WARM_WORKERS',
+    description: 'Worker processes a local forge run leaves loaded for the next run of this FORGE_HOME (0: none; capped by the run\'s own)',
+    fallback: 1,
+    defaultText: '1',
+    schema: wholeNumber(0, 256),
+  }),
+  warmWorkerIdle: define({
+    variable: 'FORGE_WARM_WORKER_IDLE',
+    description: 'Seconds a warm worker waits for a run before it exits',
+    fallback: 600,
+    defaultText: '600',
+    schema: wholeNumber(1, 86_400),
+  }),
   exitWithParent: define({
     variable: 'FORGE_EXIT_WITH_PARENT',
     description: 'A worker process stops when its parent (forge run) is gone (1) or not (0)',

@@ -13,6 +13,7 @@ import { findBinary } from './binaries.js'
 import { settingsEnv, type ForgeConfig } from '../config/index.js'
 import { StackStartError } from './errors.js'
 import { distEntry } from './paths.js'
+import { stopWarmWorkers } from './warm-workers.js'
 import { busAccessEnv, ensureBusSecrets, natsAuthorization, registerLocalBus } from '../store/bus-auth.js'
 
 export interface ProcessEntry {
@@ -248,6 +249,8 @@ export async function stackDown(config: ForgeConfig): Promise<string[]> {
       delete state[name]
     }
     writeStackState(config.home, state)
+    // warm workers wait for runs of this stack's home (stack/warm-workers.ts)
+    if ((await stopWarmWorkers(config.home)) > 0) stopped.push('warm workers')
     return stopped
   })
 }

@@ -53,6 +53,13 @@ export interface WorkerOptions {
   shutdownGraceMs?: number
   /** export each attempt's spans to this OTLP/HTTP collector as it finishes (FORGE_OTLP_URL; workers/otlp-exporter.ts) */
   otlp?: { url: string; version: string }
+  /** where the worker says it is ready (`{ ready, workerId }`); default: its IPC channel, when it has one */
+  report?: (message: { ready: true; workerId: string }) => void
+  /**
+   * With `exitWithParent`: resolves when the parent is gone. Default: the parent pid changed (a forked
+   * worker); a warm worker claimed over a socket (stack/warm-workers.ts) has no such parent: its socket closes.
+   */
+  parentGone?: Promise<void>
   /** TLS / API key of a Temporal cluster (stack/temporal-connection.ts) */
   temporalConnection?: { tls?: boolean | { serverNameOverride?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } }; apiKey?: string }
 }
@@ -145,10 +152,15 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   let parentWatch: NodeJS.Timeout | undefined
   if (opts.exitWithParent) {
     const parent = process.ppid
-    let orphaned = false
-    parentWatch = setInterval(() => {
-      if (process.ppid === parent || orphaned) return
-      orphaned = true
+    const parentGone =
+      opts.parentGone ??
+      new Promise<void>((resolve) => {
+        parentWatch = setInterval(() => {
+          if (process.ppid !== parent) resolve()
+        }, 500)
+      })
+    void parentGone.then(() => {
+      if (parentWatch) clearInterval(parentWatch)
       if (opts.runId === undefined) {
         logger.warn({ parent }, 'parent process is gone; shutting down')
         stop()
@@ -160,7 +172,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
         logger.info({ run_id: opts.runId }, 'the run ended; shutting down')
         stop()
       })
-    }, 500)
+    })
   }
   let health: HealthServer | undefined
   if (opts.healthPort !== undefined) {
@@ -176,7 +188,8 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     })
   }
   logger.info({ task_queue: opts.taskQueue, temporal: opts.temporalAddress, nats: opts.natsUrl, health_port: health?.port }, 'worker ready')
-  if (process.send) process.send({ ready: true, workerId })
+  const report = opts.report ?? (process.send ? (message: object) => process.send?.(message) : undefined)
+  report?.({ ready: true, workerId })
   try {
     const running = workers.map((w) => w.run())
     // a worker that fails while the workflow worker is created is awaited below, not unhandled

@@ -2,25 +2,39 @@
  * Entry point of a worker child process; configured through FORGE_* variables (config/). The
  * composition root of the process: the only file of workers/ that reaches into app/ and stack/.
  */
+import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type Socket } from 'node:net'
+import { dirname } from 'node:path'
 import { lazySweepActivities } from '../app/sweep-activities-lazy.js'
 import { liveOtlpOf } from '../app/otlp.js'
-import { resolveConfig } from '../config/index.js'
+import { readSetting, resolveConfig } from '../config/index.js'
 import { ConfigError } from '../core/errors.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
-import { runWorker } from './worker-main.js'
+import { jsonLine, onJsonLines, WARM_SOCKET_ARG, warmPidPath, workerBuildStamp } from '../stack/warm-workers.js'
+import { runWorker, type WorkerOptions } from './worker-main.js'
+
+type Channel = Pick<WorkerOptions, 'report' | 'parentGone'>
+
+/** Takes a run's settings: its whole environment and (from a warm worker's claimer) its working directory. */
+function applySettings(settings: Record<string, string>, cwd: unknown): void {
+  for (const name of Object.keys(process.env)) if (!(name in settings)) delete process.env[name]
+  Object.assign(process.env, settings)
+  if (typeof cwd === 'string') process.chdir(cwd)
+}
 
 /** A forked worker's settings are its environment: at once, or (forked early, `--await-settings`) over IPC once its run is planned. */
 function start(): void {
+  const socketAt = process.argv.indexOf(WARM_SOCKET_ARG)
+  if (socketAt >= 0) return awaitRunOnSocket(process.argv[socketAt + 1] ?? '')
   if (!process.argv.includes('--await-settings')) return main()
   // its forge run went away before it needed this worker
   const orphaned = (): never => process.exit(0)
   process.once('disconnect', orphaned)
-  process.once('message', (message: { forgeWorkerSettings?: Record<string, string> } | null) => {
+  process.once('message', (message: { forgeWorkerSettings?: Record<string, string>; cwd?: string } | null) => {
     const settings = message?.forgeWorkerSettings
     if (settings === undefined) process.exit(2)
     process.off('disconnect', orphaned)
-    for (const name of Object.keys(process.env)) if (!(name in settings)) delete process.env[name]
-    Object.assign(process.env, settings)
+    applySettings(settings, message?.cwd)
     main()
   })
   // forge run may have gone while this process loaded its code (the event came before the listener)
@@ -30,7 +44,96 @@ function start(): void {
   console.error(`worker ${process.pid} forked early: loaded, waiting for its run's settings`)
 }
 
-function main(): void {
+/** Removes a warm worker's pid file once it is a run's (`stack down` stops only waiting ones), unless it names another. */
+function forgetPidFile(file: string): void {
+  try {
+    if (readFileSync(file, 'utf8').trim() === String(process.pid)) rmSync(file, { force: true })
+  } catch {
+    // none
+  }
+}
+
+/**
+ * A warm worker (stack/warm-workers.ts): loaded, it waits on a unix socket for the next run of its
+ * FORGE_HOME, one connection at a time, until claimed, told to stop, or idle for FORGE_WARM_WORKER_IDLE.
+ */
+function awaitRunOnSocket(path: string): void {
+  const idleMs = readSetting('warmWorkerIdle') * 1000
+  const server = createServer()
+  const quit = (code = 0): void => {
+    // closing the server removes its socket file: the slot is free for another warm worker
+    server.close()
+    forgetPidFile(warmPidPath(path))
+    process.exit(code)
+  }
+  const waitIdle = (): NodeJS.Timeout =>
+    setTimeout(() => {
+      console.error(`warm worker ${process.pid}: no run came for ${idleMs / 1000} s; exiting`)
+      quit()
+    }, idleMs)
+  let idle: NodeJS.Timeout | undefined = waitIdle()
+  const onSignal = (): void => quit()
+  process.once('SIGTERM', onSignal)
+  process.once('SIGINT', onSignal)
+  // one claimer at a time, the others in line (each gives up after its own timeout)
+  const line: Socket[] = []
+  let serving: Socket | undefined
+  let claimed = false
+  const serveNext = (): void => {
+    serving = line[0]
+    if (serving === undefined) {
+      idle = waitIdle()
+      return
+    }
+    const socket = serving
+    socket.write(jsonLine({ warmWorker: { pid: process.pid, build: workerBuildStamp() } }))
+    onJsonLines(socket, (message) => {
+      if (claimed) return
+      if (message['forgeWorkerStop'] === true) return quit()
+      const settings = message['forgeWorkerSettings']
+      if (typeof settings !== 'object' || settings === null) return void socket.destroy()
+      claimed = true
+      // this worker is the run's now: the others in line go, and the slot is free for the next warm worker
+      server.close()
+      for (const other of line.splice(0)) if (other !== socket) other.destroy()
+      process.off('SIGTERM', onSignal)
+      process.off('SIGINT', onSignal)
+      forgetPidFile(warmPidPath(path))
+      applySettings(settings as Record<string, string>, message['cwd'])
+      console.error(`warm worker ${process.pid} claimed by a run`)
+      // the run's connection must not keep the worker alive once it is done, as an IPC channel would not
+      socket.unref()
+      const parentGone = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+      main({ report: (reply) => void socket.write(jsonLine(reply)), parentGone })
+    })
+  }
+  server.on('connection', (socket: Socket) => {
+    socket.on('error', () => undefined)
+    if (claimed || line.length >= 16) return void socket.destroy()
+    clearTimeout(idle)
+    line.push(socket)
+    socket.once('close', () => {
+      if (claimed) return
+      const at = line.indexOf(socket)
+      if (at >= 0) line.splice(at, 1)
+      // a claimer that went without settings (a refused run, a timeout): the next in line, or wait again
+      if (socket === serving) serveNext()
+    })
+    if (serving === undefined) serveNext()
+  })
+  server.on('error', (error: NodeJS.ErrnoException) => {
+    // the slot has its warm worker already (its socket file is the lock)
+    console.error(error.code === 'EADDRINUSE' ? `warm worker ${process.pid}: ${path} is taken; exiting` : `warm worker ${process.pid}: ${error.message}`)
+    process.exit(0)
+  })
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+  server.listen(path, () => {
+    chmodSync(path, 0o600)
+    console.error(`warm worker ${process.pid} loaded: waiting on ${path} for the next run`)
+  })
+}
+
+function main(channel: Channel = {}): void {
   try {
     const config = resolveConfig()
     const { address } = config.temporal
@@ -56,6 +159,7 @@ function main(): void {
       ...(config.healthPort !== undefined ? { healthPort: config.healthPort } : {}),
       ...(config.otlpUrl !== undefined ? { otlp: liveOtlpOf(config.otlpUrl)! } : {}),
       shutdownGraceMs: config.worker.shutdownGraceMs,
+      ...channel,
       // judge activities: their own queue, FORGE_JUDGE_RATE activities per second across it
       judge:
         config.judge.worker && role !== 'attempts' ? { taskQueue: config.judge.taskQueue, activitiesPerSecond: config.judge.rate, concurrency: config.judge.concurrency } : false,

@@ -12,6 +12,7 @@ import { runSuite } from '../../app/run.js'
 import { discardPreforked, preforkWorkers } from '../../app/worker-prefork.js'
 import { packageRoot } from '../../stack/paths.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
+import { alive, gone } from '../helpers/processes.js'
 
 let stack: TestStack
 
@@ -24,24 +25,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.down()
 })
-
-const alive = (pid: number): boolean => {
-  try {
-    return !readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('Z')
-  } catch {
-    return false
-  }
-}
-
-/** waits (on state, not a fixed time) until `pid` is gone; false if it outlives the deadline */
-async function gone(pid: number, ms = 20_000): Promise<boolean> {
-  const deadline = Date.now() + ms
-  while (alive(pid)) {
-    if (Date.now() > deadline) return false
-    await sleep(50)
-  }
-  return true
-}
 
 /** worker processes waiting for their settings whose environment names this FORGE_HOME */
 function waitingWorkersOf(home: string): number[] {

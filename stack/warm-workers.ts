@@ -1,0 +1,304 @@
+/**
+ * Warm workers (issue 15): a worker process that has loaded its code (~0.5–1.5 s of CPU) and waits,
+ * between runs, for the next local `forge run` of its FORGE_HOME. When a run that started local
+ * workers ends, it leaves FORGE_WARM_WORKERS of them behind (`leaveWarmWorkers`); each listens on
+ * `FORGE_HOME/warm/worker-<slot>.sock` (directory 0700, socket 0600: only this user) and logs to its
+ * slot's `logs/worker-<slot>.log`. The next run's init hook claims them (`claimWarmWorkers`, through
+ * app/worker-prefork.ts) and hands them their settings, working directory included, as it hands
+ * them to workers it forked early. A warm worker exits after FORGE_WARM_WORKER_IDLE seconds
+ * unclaimed, on `forge stack down` (`stopWarmWorkers`), and when it runs other code than the run
+ * that claims it (a rebuild or upgrade, another Node, other NODE_OPTIONS: `workerBuildStamp`).
+ *
+ * The protocol is one JSON object per line. The worker says `{ warmWorker: { pid, build } }` to
+ * whoever connects; the claimer answers `{ forgeWorkerSettings, cwd }` (or `{ forgeWorkerStop }`);
+ * then the worker's messages (`{ ready }`) come over the socket, and the socket closing is the
+ * worker's exit for the claimer and its parent's for the worker. One connection at a time; a
+ * claimer that goes without sending settings leaves the worker waiting for the next.
+ */
+import { spawn } from 'node:child_process'
+import { EventEmitter } from 'node:events'
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
+import { join, resolve } from 'node:path'
+import { distEntry } from './paths.js'
+
+/** the argument that makes a worker process wait for a run on a socket (workers/worker-process.ts) */
+export const WARM_SOCKET_ARG = '--await-settings-socket'
+
+/** a unix socket path longer than this is refused by some kernels (108 bytes on Linux, 104 on macOS) */
+const SOCKET_PATH_MAX = 100
+
+export const warmDir = (home: string): string => join(resolve(home), 'warm')
+export const warmSocketPath = (home: string, slot: number): string => join(warmDir(home), `worker-${slot}.sock`)
+/** the pid of the warm worker started for a slot, until a run claims it */
+export const warmPidPath = (socketPath: string): string => socketPath.replace(/\.sock$/, '.pid')
+
+/** What a warm worker runs: a claimer running other code (or another Node, other flags) does not take it. */
+export function workerBuildStamp(): string {
+  let built = 0
+  try {
+    built = statSync(distEntry('workers/worker-process.js')).mtimeMs
+  } catch {
+    // not built: no worker can start either
+  }
+  return JSON.stringify([process.version, process.execPath, process.execArgv, process.env['NODE_OPTIONS'] ?? '', built])
+}
+
+/** Reads a socket's lines as JSON objects; a line that is not an object ends the connection. */
+export function onJsonLines(socket: Socket, onMessage: (message: Record<string, unknown>) => void): void {
+  let buffered = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => {
+    buffered += chunk
+    for (let end = buffered.indexOf('\n'); end >= 0; end = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, end)
+      buffered = buffered.slice(end + 1)
+      let message: unknown
+      try {
+        message = JSON.parse(line)
+      } catch {
+        message = undefined
+      }
+      if (typeof message !== 'object' || message === null || Array.isArray(message)) {
+        socket.destroy()
+        return
+      }
+      onMessage(message as Record<string, unknown>)
+    }
+    // a peer that never ends its line is not one of ours
+    if (buffered.length > 1_000_000) socket.destroy()
+  })
+}
+
+export const jsonLine = (message: object): string => `${JSON.stringify(message)}\n`
+
+/**
+ * A claimed warm worker, as the worker pool sees a forked one: it sends messages, emits them and
+ * its `exit` (its socket closed), and is signalled by pid. Not a child of this process.
+ */
+export class WarmWorker extends EventEmitter {
+  exitCode: number | null = null
+  signalCode: NodeJS.Signals | null = null
+  private claimed = false
+  private closed = false
+
+  constructor(
+    readonly pid: number,
+    readonly slot: number,
+    private readonly socket: Socket,
+  ) {
+    super()
+    onJsonLines(socket, (message) => this.emit('message', message))
+    socket.on('error', () => undefined)
+    socket.on('close', () => {
+      this.closed = true
+      this.emit('exit', null, null)
+    })
+  }
+
+  get connected(): boolean {
+    return !this.closed
+  }
+
+  /** Sends one message; settings make the worker this claimer's. */
+  send(message: object): boolean {
+    if (this.closed) return false
+    if ('forgeWorkerSettings' in message) this.claimed = true
+    return this.socket.write(jsonLine(message))
+  }
+
+  /** Signals the worker once it is this claimer's (before that, `release` leaves it to the next run). */
+  kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
+    if (this.closed) return false
+    if (!this.claimed) {
+      this.release()
+      return true
+    }
+    try {
+      process.kill(this.pid, signal)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /** Hangs up without settings: the worker waits for the next run. */
+  release(): void {
+    this.socket.end()
+  }
+
+  ref(): void {
+    this.socket.ref()
+  }
+
+  unref(): void {
+    this.socket.unref()
+  }
+}
+
+/** Connects to the warm worker at `path`; undefined when none answers there, or it runs other code (it is told to stop). */
+function claimAt(path: string, slot: number, timeoutMs: number): Promise<WarmWorker | undefined> {
+  return new Promise((resolveClaim) => {
+    const socket = connect(path)
+    let settled = false
+    const settle = (worker: WarmWorker | undefined): void => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resolveClaim(worker)
+    }
+    // a worker busy elsewhere (another run holds its one connection) or hung: fork one instead
+    const timer = setTimeout(() => {
+      socket.destroy()
+      settle(undefined)
+    }, timeoutMs)
+    socket.once('error', (error: NodeJS.ErrnoException) => {
+      // nobody listens: a warm worker that was killed left its socket file (refused, or reset when it
+      // died with connections pending)
+      if (error.code === 'ECONNREFUSED' || error.code === 'ECONNRESET') {
+        try {
+          unlinkSync(path)
+        } catch {
+          // gone meanwhile
+        }
+      }
+      settle(undefined)
+    })
+    socket.once('close', () => settle(undefined))
+    let first = true
+    onJsonLines(socket, (message) => {
+      if (!first) return
+      first = false
+      const hello = message['warmWorker'] as { pid?: unknown; build?: unknown } | undefined
+      if (typeof hello?.pid !== 'number' || hello.build !== workerBuildStamp()) {
+        socket.end(jsonLine({ forgeWorkerStop: true }))
+        settle(undefined)
+        return
+      }
+      // the worker is the handle's from here on
+      for (const event of ['data', 'close', 'error']) socket.removeAllListeners(event)
+      settle(new WarmWorker(hello.pid, slot, socket))
+    })
+  })
+}
+
+/** Claims the warm workers of slots 0, 1, … (up to `count`, stopping at the first slot without one). */
+export async function claimWarmWorkers(home: string, count: number, timeoutMs = 2_000): Promise<WarmWorker[]> {
+  const claimed: WarmWorker[] = []
+  for (let slot = 0; slot < count; slot++) {
+    const path = warmSocketPath(home, slot)
+    if (!existsSync(path)) break
+    const worker = await claimAt(path, slot, timeoutMs)
+    if (worker === undefined) break
+    claimed.push(worker)
+  }
+  return claimed
+}
+
+/**
+ * Starts warm workers for slots 0…count-1 that have none (a slot's socket file is its lock: a second
+ * worker for it exits at once), detached, logging to the slot's log. Returns their pids.
+ */
+export function leaveWarmWorkers(home: string, count: number, env: NodeJS.ProcessEnv = process.env): number[] {
+  const pids: number[] = []
+  const entry = distEntry('workers/worker-process.js')
+  if (count <= 0 || !existsSync(entry) || warmSocketPath(home, count - 1).length > SOCKET_PATH_MAX) return pids
+  mkdirSync(warmDir(home), { recursive: true, mode: 0o700 })
+  const logDir = join(resolve(home), 'logs')
+  mkdirSync(logDir, { recursive: true })
+  for (let slot = 0; slot < count; slot++) {
+    const path = warmSocketPath(home, slot)
+    if (existsSync(path)) continue
+    const fd = openSync(join(logDir, `worker-${slot}.log`), 'a')
+    try {
+      const child = spawn(process.execPath, [...process.execArgv, entry, WARM_SOCKET_ARG, path], { detached: true, stdio: ['ignore', fd, fd], env })
+      child.unref()
+      if (child.pid !== undefined) {
+        pids.push(child.pid)
+        writeFileSync(warmPidPath(path), `${child.pid}\n`, { mode: 0o600 })
+      }
+    } finally {
+      closeSync(fd)
+    }
+  }
+  return pids
+}
+
+/** Waits until slots 0…count-1 of `home` have a warm worker listening; false if they do not by the deadline. */
+export async function waitForWarmWorkers(home: string, count: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    let listening = 0
+    while (listening < count && existsSync(warmSocketPath(home, listening))) listening++
+    if (listening >= count) return true
+    if (Date.now() > deadline) return false
+    await new Promise((resolveWait) => setTimeout(resolveWait, 50))
+  }
+}
+
+/**
+ * Stops every warm worker of `home` (`forge stack down`): those its pid files name are signalled, still
+ * loading or not (on Linux, where /proc shows that the pid is still that worker and unclaimed), the
+ * others listening are told to. Returns how many.
+ */
+export async function stopWarmWorkers(home: string, timeoutMs = 3_000): Promise<number> {
+  const dir = warmDir(home)
+  if (!existsSync(dir)) return 0
+  const names = readdirSync(dir)
+  let loading = 0
+  for (const name of names.filter((n) => /^worker-\d+\.pid$/.test(n))) {
+    const file = join(dir, name)
+    const pid = Number(readFileSync(file, 'utf8').trim())
+    rmSync(file, { force: true })
+    // listening or still loading: its SIGTERM handler (or the default action) ends it
+    if (isWarmWorker(pid, file.replace(/\.pid$/, '.sock'))) {
+      try {
+        process.kill(pid, 'SIGTERM')
+        loading++
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+  const sockets = names.filter((name) => /^worker-\d+\.sock$/.test(name))
+  const stopped = await Promise.all(sockets.map((name) => stopAt(join(dir, name), timeoutMs)))
+  return loading + stopped.filter(Boolean).length
+}
+
+/** whether `pid` is a warm worker for `socket` (false where /proc cannot tell) */
+function isWarmWorker(pid: number, socket: string): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+    return args[args.indexOf(WARM_SOCKET_ARG) + 1] === socket && args.includes(WARM_SOCKET_ARG)
+  } catch {
+    return false
+  }
+}
+
+function stopAt(path: string, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolveStop) => {
+    const socket = connect(path)
+    let told = false
+    const timer = setTimeout(() => socket.destroy(), timeoutMs)
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ECONNREFUSED' || error.code === 'ECONNRESET') {
+        try {
+          unlinkSync(path)
+        } catch {
+          // gone meanwhile
+        }
+      }
+    })
+    onJsonLines(socket, (message) => {
+      if (told || message['warmWorker'] === undefined) return
+      told = true
+      socket.write(jsonLine({ forgeWorkerStop: true }))
+    })
+    // it closes the connection as it exits
+    socket.on('close', () => {
+      clearTimeout(timer)
+      resolveStop(told)
+    })
+  })
+}

@@ -1,0 +1,205 @@
+/**
+ * Warm workers (stack/warm-workers.ts) on a real stack: a run leaves one, the next run's worker is
+ * that process, a refused run leaves it waiting, an impostor, a silent socket or a stale socket file
+ * is not used, the claimer's death, the idle timeout and `stack down` end it, and `forge run`'s init
+ * hook claims it as the use case does.
+ */
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
+import { createServer, type Server, type Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runSuite } from '../../app/run.js'
+import { settingsEnv } from '../../config/index.js'
+import { busAccessEnv } from '../../store/bus-auth.js'
+import { claimWarmWorkers, jsonLine, onJsonLines, stopWarmWorkers, warmDir, warmSocketPath, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
+import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
+import { alive, until } from '../helpers/processes.js'
+
+let stack: TestStack
+const before = { warm: process.env['FORGE_WARM_WORKERS'], idle: process.env['FORGE_WARM_WORKER_IDLE'] }
+
+beforeAll(async () => {
+  stack = await startTestStack('warm')
+  process.env['FORGE_WARM_WORKERS'] = '1'
+})
+afterAll(async () => {
+  for (const [name, value] of [['FORGE_WARM_WORKERS', before.warm], ['FORGE_WARM_WORKER_IDLE', before.idle]] as const) {
+    if (value === undefined) delete process.env[name]
+    else process.env[name] = value
+  }
+  await stack?.down()
+})
+
+/** the warm worker processes listening (or about to) on `path` */
+function warmWorkersAt(path: string): number[] {
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0')
+      const at = args.indexOf(WARM_SOCKET_ARG)
+      if (at >= 0 && args[at + 1] === path && alive(Number(entry))) pids.push(Number(entry))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids
+}
+
+/** the one warm worker of slot 0 once it listens (a run leaves one when there is none) */
+async function warmWorker(): Promise<number> {
+  if (!existsSync(warmSocketPath(stack.home, 0)) && warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0) expect((await runOn('warm-leave')).status).toBe('completed')
+  const path = warmSocketPath(stack.home, 0)
+  expect(await until(() => existsSync(path) && warmWorkersAt(path).length === 1)).toBe(true)
+  return warmWorkersAt(path)[0]!
+}
+
+const smoke = (seed: string) => ({ suite: 'smoke', adapter: 'mock', attempts: 2, workers: 1, concurrency: 5, seed })
+
+async function runOn(seed: string): Promise<{ pids: number[]; attempts: number; status: string }> {
+  let pids: number[] = []
+  const report = await runSuite(stack.config, smoke(seed), (event) => {
+    if (event.kind === 'workers') pids = event.pids
+  })
+  return { pids, attempts: report.attempts, status: report.status }
+}
+
+/** a unix socket server at slot 0 standing in for a warm worker; records what claimers send it */
+async function impostor(greet: ((socket: Socket) => void) | undefined): Promise<{ server: Server; received: Record<string, unknown>[] }> {
+  const received: Record<string, unknown>[] = []
+  const server = createServer((socket) => {
+    socket.on('error', () => undefined)
+    onJsonLines(socket, (message) => received.push(message))
+    greet?.(socket)
+  })
+  await new Promise<void>((resolve) => server.listen(warmSocketPath(stack.home, 0), resolve))
+  return { server, received }
+}
+
+describe('warm workers', () => {
+  it("a run leaves one, only this user can reach it, and the next run's worker is that process", async () => {
+    const first = await runOn('warm-1')
+    expect(first.status).toBe('completed')
+    const pid = await warmWorker()
+    expect(first.pids).not.toContain(pid)
+    expect(statSync(warmDir(stack.home)).mode & 0o777).toBe(0o700)
+    expect(statSync(warmSocketPath(stack.home, 0)).mode & 0o777).toBe(0o600)
+
+    const second = await runOn('warm-2')
+    expect(second.pids).toEqual([pid])
+    expect(second.attempts).toBe(10)
+    expect(second.status).toBe('completed')
+    // it served that run and went; the run left another
+    expect(await until(() => !alive(pid))).toBe(true)
+    expect(await warmWorker()).not.toBe(pid)
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid} claimed by a run`)
+  })
+
+  it('stays waiting through a refused run and a connection that sends garbage', async () => {
+    const pid = await warmWorker()
+    await expect(runSuite(stack.config, { ...smoke('warm-refused'), suite: 'no-such-suite' })).rejects.toThrow(/no-such-suite/)
+    // someone else's line on its socket: that connection is dropped, the worker keeps waiting
+    const { connect } = await import('node:net')
+    const stranger = connect(warmSocketPath(stack.home, 0))
+    const hello = await new Promise<Record<string, unknown>>((resolve) => onJsonLines(stranger, resolve))
+    expect(hello).toMatchObject({ warmWorker: { pid } })
+    stranger.write('not json\n')
+    await new Promise((resolve) => stranger.once('close', resolve))
+    expect(alive(pid)).toBe(true)
+    const next = await runOn('warm-after-refusal')
+    expect(next.pids).toEqual([pid])
+    expect(next.status).toBe('completed')
+  })
+
+  it('is not used when it runs other code, says nothing, or is gone (a stale socket file): the run forks its own', async () => {
+    await warmWorker()
+    expect(await stopWarmWorkers(stack.home)).toBe(1)
+    expect(await until(() => !existsSync(warmSocketPath(stack.home, 0)))).toBe(true)
+
+    // another build's worker is told to stop and gets no settings
+    const other = await impostor((socket) => socket.write(jsonLine({ warmWorker: { pid: process.pid, build: 'another build' } })))
+    const onOther = await runOn('warm-impostor')
+    expect(onOther.status).toBe('completed')
+    expect(onOther.pids).not.toContain(process.pid)
+    expect(other.received).toEqual([{ forgeWorkerStop: true }])
+    await new Promise((resolve) => other.server.close(resolve))
+
+    // a socket that never says hello: the claim gives up after its timeout
+    const silent = await impostor(undefined)
+    const claimed = await claimWarmWorkers(stack.home, 1, 300)
+    expect(claimed).toEqual([])
+    expect(silent.received).toEqual([])
+    await new Promise((resolve) => silent.server.close(resolve))
+
+    // a warm worker killed outright leaves its socket file: a claim removes it and the slot gets a new one
+    expect((await runOn('warm-again')).status).toBe('completed')
+    const pid = await warmWorker()
+    process.kill(pid, 'SIGKILL')
+    expect(await until(() => !alive(pid))).toBe(true)
+    expect(existsSync(warmSocketPath(stack.home, 0))).toBe(true)
+    const afterKill = await runOn('warm-stale')
+    expect(afterKill.status).toBe('completed')
+    expect(afterKill.pids).not.toContain(pid)
+    expect(await warmWorker()).not.toBe(pid)
+  })
+
+  it("ends when its claimer dies (its run gone) and when idle for FORGE_WARM_WORKER_IDLE; stack down stops it", async () => {
+    // claimed for a run that does not exist, then the claimer hangs up: the worker finds the run over and exits
+    const pid = await warmWorker()
+    const [worker] = await claimWarmWorkers(stack.home, 1)
+    expect(worker?.pid).toBe(pid)
+    const ready = new Promise<unknown>((resolve) => worker!.once('message', resolve))
+    worker!.send({
+      forgeWorkerSettings: {
+        ...process.env,
+        ...settingsEnv({ temporalAddress: stack.endpoints.temporalAddress, natsUrl: stack.endpoints.natsUrl, workerConcurrency: 1, exitWithParent: true, workerRunId: 'no-such-run' }),
+        ...busAccessEnv(stack.endpoints.natsUrl, 'worker'),
+      },
+      cwd: process.cwd(),
+    })
+    expect(await ready).toMatchObject({ ready: true })
+    worker!.release()
+    expect(await until(() => !alive(pid))).toBe(true)
+
+    // idle: it exits by itself and frees its slot
+    process.env['FORGE_WARM_WORKER_IDLE'] = '1'
+    try {
+      await runOn('warm-idle')
+      const idle = await warmWorker()
+      expect(await until(() => !alive(idle))).toBe(true)
+      expect(existsSync(warmSocketPath(stack.home, 0))).toBe(false)
+      expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${idle}: no run came for 1 s; exiting`)
+    } finally {
+      delete process.env['FORGE_WARM_WORKER_IDLE']
+    }
+
+    await runOn('warm-down')
+    const last = await warmWorker()
+    const { stackDown, stackUp } = await import('../../stack/local-stack.js')
+    expect(await stackDown(stack.config)).toContain('warm workers')
+    expect(await until(() => !alive(last))).toBe(true)
+    expect(existsSync(warmSocketPath(stack.home, 0))).toBe(false)
+    stack.endpoints = await stackUp(stack.config)
+  })
+
+  it("forge run's init hook claims it, as a user runs forge run twice", async () => {
+    const env = { ...stack.env, FORGE_WARM_WORKERS: '1' }
+    const first = forge(['run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '1', '--seed', 'cli-1'], env)
+    expect(first.status).toBe(0)
+    const pid = await warmWorker()
+    const second = forge(['run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '1', '--seed', 'cli-2'], env)
+    expect(second.status).toBe(0)
+    expect(second.stdout).toMatch(/5 attempts/)
+    expect(await until(() => !alive(pid))).toBe(true)
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid} claimed by a run`)
+    // stack down stops the one this run left, loading or listening
+    const third = warmWorkersAt(warmSocketPath(stack.home, 0))
+    expect(third).toHaveLength(1)
+    expect(await stopWarmWorkers(stack.home)).toBe(1)
+    expect(await until(() => !alive(third[0]!) && !existsSync(warmSocketPath(stack.home, 0)))).toBe(true)
+    // FORGE_WARM_WORKERS=0: the run leaves none
+    expect(forge(['run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '1', '--seed', 'cli-3'], { ...env, FORGE_WARM_WORKERS: '0' }).status).toBe(0)
+    expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([])
+    expect(existsSync(warmSocketPath(stack.home, 0))).toBe(false)
+  })
+})
