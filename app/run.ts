@@ -135,8 +135,9 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
   // a fleet's Temporal may want TLS or an API key (FORGE_TEMPORAL_TLS*, FORGE_TEMPORAL_API_KEY), as its workers do
   const connection = await Connection.connect(temporalConnectOptions(endpoints.temporalAddress))
   const started = Date.now()
-  // the run's first workflow tasks are answered here while the workers start (app/workflow-host.ts)
-  const host = pool === undefined ? undefined : runWorkflowHost({ temporalAddress: endpoints.temporalAddress, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, runId: plan.run_id, logDir: join(config.home, 'logs') })
+  // the run's first workflow tasks are answered here while the workers start (app/workflow-host.ts); warm
+  // workers have loaded already and serve them sooner than this process could load the SDK and the bundle
+  const host = pool === undefined || pool.warm === pool.layout.processes ? undefined : runWorkflowHost({ temporalAddress: endpoints.temporalAddress, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, runId: plan.run_id, logDir: join(config.home, 'logs') })
   let observer: { stop(): void } | undefined
   let fleet: { stop(): void } | undefined
   try {

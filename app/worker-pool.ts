@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { availableParallelism } from 'node:os'
 import { readSetting, settingsEnv } from '../config/index.js'
 import { busAccessEnv } from '../store/bus-auth.js'
+import { WarmWorker } from '../stack/warm-workers.js'
 import { discardWorker, forkWorkerProcess, sendWorkerSettings, takePreforked, type WorkerProcess } from './worker-prefork.js'
 
 export interface WorkerPool {
@@ -16,6 +17,8 @@ export interface WorkerPool {
   layout: WorkerLayout
   /** the live worker of each slot (a restarted worker replaces its predecessor) */
   workers: WorkerProcess[]
+  /** slots whose worker is a warm worker an earlier run left (stack/warm-workers.ts): loaded already */
+  warm: number
   /** resolves when every worker said it is ready */
   ready: Promise<void>
   stop(): Promise<void>
@@ -98,6 +101,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     return child
   }
   const workers = Array.from({ length: layout.processes }, (_, slot) => startWorker(slot))
+  const warm = workers.filter((child) => child instanceof WarmWorker).length
   const ready = Promise.all(
     workers.map(
       (child, i) =>
@@ -130,6 +134,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   return {
     layout,
     workers,
+    warm,
     ready,
     async stop() {
       stopping = true

@@ -13,7 +13,7 @@ import { findBinary } from './binaries.js'
 import { settingsEnv, type ForgeConfig } from '../config/index.js'
 import { StackStartError } from './errors.js'
 import { distEntry } from './paths.js'
-import { stopWarmWorkers } from './warm-workers.js'
+import { stopWarmWorkers, warmWorkers } from './warm-workers.js'
 import { busAccessEnv, ensureBusSecrets, natsAuthorization, registerLocalBus } from '../store/bus-auth.js'
 
 export interface ProcessEntry {
@@ -113,6 +113,12 @@ export function stackStatus(config: ForgeConfig): ComponentStatus[] {
               ? { name: 'model-server', state: 'running' as const, detail: `pid ${state.model.pid} ${state.model.url} ${state.model.model}, ${state.model.parallel} parallel, RSS ${mebibytes(state.model.pid)} MiB` }
               : { name: 'model-server', state: 'stopped' as const, detail: `stale pid ${(state.model as ProcessEntry).pid}` },
           ]),
+    // loaded workers waiting for the next forge run (stack/warm-workers.ts)
+    ...warmWorkers(config.home).map(({ slot, pid, listening }) => ({
+      name: `warm-worker-${slot}`,
+      state: 'running' as const,
+      detail: `pid ${pid} ${listening ? 'waiting for the next run' : 'loading'}, RSS ${mebibytes(pid)} MiB (FORGE_WARM_WORKERS, FORGE_WARM_WORKER_IDLE)`,
+    })),
   ]
 }
 

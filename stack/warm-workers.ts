@@ -245,24 +245,52 @@ export async function stopWarmWorkers(home: string, timeoutMs = 3_000): Promise<
   const dir = warmDir(home)
   if (!existsSync(dir)) return 0
   const names = readdirSync(dir)
-  let loading = 0
+  const signalled = new Set<string>()
   for (const name of names.filter((n) => /^worker-\d+\.pid$/.test(n))) {
     const file = join(dir, name)
-    const pid = Number(readFileSync(file, 'utf8').trim())
+    let pid = 0
+    try {
+      pid = Number(readFileSync(file, 'utf8').trim())
+    } catch {
+      // claimed meanwhile: its run's to stop
+      continue
+    }
+    const socket = file.replace(/\.pid$/, '.sock')
     rmSync(file, { force: true })
     // listening or still loading: its SIGTERM handler (or the default action) ends it
-    if (isWarmWorker(pid, file.replace(/\.pid$/, '.sock'))) {
+    if (isWarmWorker(pid, socket)) {
       try {
         process.kill(pid, 'SIGTERM')
-        loading++
+        signalled.add(socket)
       } catch {
         // gone meanwhile
       }
     }
   }
-  const sockets = names.filter((name) => /^worker-\d+\.sock$/.test(name))
-  const stopped = await Promise.all(sockets.map((name) => stopAt(join(dir, name), timeoutMs)))
-  return loading + stopped.filter(Boolean).length
+  // the others listening (their pid file gone, or no /proc to tell) are told to
+  const sockets = names.filter((name) => /^worker-\d+\.sock$/.test(name)).map((name) => join(dir, name)).filter((socket) => !signalled.has(socket))
+  const stopped = await Promise.all(sockets.map((socket) => stopAt(socket, timeoutMs)))
+  return signalled.size + stopped.filter(Boolean).length
+}
+
+/** The unclaimed warm workers of `home` (their pid files), listening or still loading. */
+export function warmWorkers(home: string): { slot: number; pid: number; listening: boolean }[] {
+  const dir = warmDir(home)
+  if (!existsSync(dir)) return []
+  const found: { slot: number; pid: number; listening: boolean }[] = []
+  for (const name of readdirSync(dir)) {
+    const slot = /^worker-(\d+)\.pid$/.exec(name)?.[1]
+    if (slot === undefined) continue
+    const socket = warmSocketPath(home, Number(slot))
+    let pid = 0
+    try {
+      pid = Number(readFileSync(join(dir, name), 'utf8').trim())
+    } catch {
+      continue
+    }
+    if (isWarmWorker(pid, socket)) found.push({ slot: Number(slot), pid, listening: existsSync(socket) })
+  }
+  return found.sort((a, b) => a.slot - b.slot)
 }
 
 /** whether `pid` is a warm worker for `socket` (false where /proc cannot tell) */

@@ -6,12 +6,14 @@
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
 import { createServer, type Server, type Socket } from 'node:net'
+import { Client, Connection } from '@temporalio/client'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
 import { settingsEnv } from '../../config/index.js'
 import { busAccessEnv } from '../../store/bus-auth.js'
 import { claimWarmWorkers, jsonLine, onJsonLines, stopWarmWorkers, warmDir, warmSocketPath, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
+import { stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { alive, until } from '../helpers/processes.js'
 
@@ -56,12 +58,31 @@ async function warmWorker(): Promise<number> {
 
 const smoke = (seed: string) => ({ suite: 'smoke', adapter: 'mock', attempts: 2, workers: 1, concurrency: 5, seed })
 
-async function runOn(seed: string): Promise<{ pids: number[]; attempts: number; status: string }> {
+async function runOn(seed: string): Promise<{ pids: number[]; attempts: number; status: string; runId: string }> {
   let pids: number[] = []
   const report = await runSuite(stack.config, smoke(seed), (event) => {
     if (event.kind === 'workers') pids = event.pids
   })
-  return { pids, attempts: report.attempts, status: report.status }
+  return { pids, attempts: report.attempts, status: report.status, runId: report.run_id }
+}
+
+/** who took the workflow tasks of a run's workflows (RunWorkflow and its shard) */
+async function workflowTaskTakers(runId: string): Promise<Set<string>> {
+  const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
+  try {
+    const client = new Client({ connection, namespace: stack.config.temporal.namespace })
+    const takers = new Set<string>()
+    for (const workflowId of [`forge-run-${runId}`, `forge-run-${runId}/shard-0`]) {
+      const history = await client.workflow.getHandle(workflowId).fetchHistory()
+      for (const event of history.events ?? []) {
+        const identity = event.workflowTaskStartedEventAttributes?.identity
+        if (identity) takers.add(identity)
+      }
+    }
+    return takers
+  } finally {
+    await connection.close()
+  }
 }
 
 /** a unix socket server at slot 0 standing in for a warm worker; records what claimers send it */
@@ -84,11 +105,14 @@ describe('warm workers', () => {
     expect(first.pids).not.toContain(pid)
     expect(statSync(warmDir(stack.home)).mode & 0o777).toBe(0o700)
     expect(statSync(warmSocketPath(stack.home, 0)).mode & 0o777).toBe(0o600)
+    expect(stackStatus(stack.config)).toContainEqual({ name: 'warm-worker-0', state: 'running', detail: expect.stringMatching(new RegExp(`^pid ${pid} waiting for the next run, RSS \\d+ MiB`)) as unknown })
 
     const second = await runOn('warm-2')
     expect(second.pids).toEqual([pid])
     expect(second.attempts).toBe(10)
     expect(second.status).toBe('completed')
+    // its workflows too: forge run does not load the SDK to host them when every worker was warm
+    expect([...(await workflowTaskTakers(second.runId))]).toEqual([`${second.runId}-w0`])
     // it served that run and went; the run left another
     expect(await until(() => !alive(pid))).toBe(true)
     expect(await warmWorker()).not.toBe(pid)
@@ -175,7 +199,6 @@ describe('warm workers', () => {
 
     await runOn('warm-down')
     const last = await warmWorker()
-    const { stackDown, stackUp } = await import('../../stack/local-stack.js')
     expect(await stackDown(stack.config)).toContain('warm workers')
     expect(await until(() => !alive(last))).toBe(true)
     expect(existsSync(warmSocketPath(stack.home, 0))).toBe(false)
@@ -192,14 +215,17 @@ describe('warm workers', () => {
     expect(second.stdout).toMatch(/5 attempts/)
     expect(await until(() => !alive(pid))).toBe(true)
     expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid} claimed by a run`)
-    // stack down stops the one this run left, loading or listening
+    // stack status shows the one this run left; stack down stops it, loading or listening
     const third = warmWorkersAt(warmSocketPath(stack.home, 0))
     expect(third).toHaveLength(1)
+    const status = JSON.parse(forge(['stack', 'status', '--json'], env).stdout) as { name: string; detail: string }[]
+    expect(status.find((row) => row.name === 'warm-worker-0')?.detail).toMatch(new RegExp(`^pid ${third[0]} (waiting for the next run|loading)`))
     expect(await stopWarmWorkers(stack.home)).toBe(1)
     expect(await until(() => !alive(third[0]!) && !existsSync(warmSocketPath(stack.home, 0)))).toBe(true)
     // FORGE_WARM_WORKERS=0: the run leaves none
     expect(forge(['run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '1', '--seed', 'cli-3'], { ...env, FORGE_WARM_WORKERS: '0' }).status).toBe(0)
     expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([])
     expect(existsSync(warmSocketPath(stack.home, 0))).toBe(false)
+    expect(stackStatus(stack.config).map((row) => row.name)).not.toContain('warm-worker-0')
   })
 })
