@@ -183,7 +183,7 @@ function claimAt(path: string, slot: number, timeoutMs: number): Promise<WarmWor
 }
 
 /** Claims the warm workers of slots 0, 1, … (up to `count`, stopping at the first slot without one). */
-export async function claimWarmWorkers(home: string, count: number, timeoutMs = 2_000): Promise<WarmWorker[]> {
+export async function claimWarmWorkers(home: string, count: number, timeoutMs = 1_000): Promise<WarmWorker[]> {
   const claimed: WarmWorker[] = []
   for (let slot = 0; slot < count; slot++) {
     const path = warmSocketPath(home, slot)
@@ -208,7 +208,8 @@ export function leaveWarmWorkers(home: string, count: number, env: NodeJS.Proces
   mkdirSync(logDir, { recursive: true })
   for (let slot = 0; slot < count; slot++) {
     const path = warmSocketPath(home, slot)
-    if (existsSync(path)) continue
+    // one listens there already, or one is still loading for it
+    if (existsSync(path) || isWarmWorker(pidIn(warmPidPath(path)), path)) continue
     const fd = openSync(join(logDir, `worker-${slot}.log`), 'a')
     try {
       const child = spawn(process.execPath, [...process.execArgv, entry, WARM_SOCKET_ARG, path], { detached: true, stdio: ['ignore', fd, fd], env })
@@ -248,13 +249,9 @@ export async function stopWarmWorkers(home: string, timeoutMs = 3_000): Promise<
   const signalled = new Set<string>()
   for (const name of names.filter((n) => /^worker-\d+\.pid$/.test(n))) {
     const file = join(dir, name)
-    let pid = 0
-    try {
-      pid = Number(readFileSync(file, 'utf8').trim())
-    } catch {
-      // claimed meanwhile: its run's to stop
-      continue
-    }
+    const pid = pidIn(file)
+    // none: claimed meanwhile, its run's to stop
+    if (pid === 0) continue
     const socket = file.replace(/\.pid$/, '.sock')
     rmSync(file, { force: true })
     // listening or still loading: its SIGTERM handler (or the default action) ends it
@@ -282,15 +279,20 @@ export function warmWorkers(home: string): { slot: number; pid: number; listenin
     const slot = /^worker-(\d+)\.pid$/.exec(name)?.[1]
     if (slot === undefined) continue
     const socket = warmSocketPath(home, Number(slot))
-    let pid = 0
-    try {
-      pid = Number(readFileSync(join(dir, name), 'utf8').trim())
-    } catch {
-      continue
-    }
+    const pid = pidIn(join(dir, name))
     if (isWarmWorker(pid, socket)) found.push({ slot: Number(slot), pid, listening: existsSync(socket) })
   }
   return found.sort((a, b) => a.slot - b.slot)
+}
+
+/** the pid a pid file names; 0 when there is none */
+function pidIn(file: string): number {
+  try {
+    const pid = Number(readFileSync(file, 'utf8').trim())
+    return Number.isInteger(pid) && pid > 0 ? pid : 0
+  } catch {
+    return 0
+  }
 }
 
 /** whether `pid` is a warm worker for `socket` (false where /proc cannot tell) */

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
 import { settingsEnv } from '../../config/index.js'
 import { busAccessEnv } from '../../store/bus-auth.js'
-import { claimWarmWorkers, jsonLine, onJsonLines, stopWarmWorkers, warmDir, warmSocketPath, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
+import { claimWarmWorkers, jsonLine, leaveWarmWorkers, onJsonLines, stopWarmWorkers, warmDir, warmSocketPath, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
 import { stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { alive, until } from '../helpers/processes.js'
@@ -203,6 +203,17 @@ describe('warm workers', () => {
     expect(await until(() => !alive(last))).toBe(true)
     expect(existsSync(warmSocketPath(stack.home, 0))).toBe(false)
     stack.endpoints = await stackUp(stack.config)
+  })
+
+  it('is one per slot when two runs end at once', async () => {
+    await stopWarmWorkers(stack.home)
+    expect(await until(() => warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0)).toBe(true)
+    const [first] = leaveWarmWorkers(stack.home, 1)
+    // the first still loads (no socket yet): its pid file keeps the slot
+    expect(leaveWarmWorkers(stack.home, 1)).toEqual([])
+    expect(await warmWorker()).toBe(first)
+    expect(leaveWarmWorkers(stack.home, 1)).toEqual([])
+    expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([first])
   })
 
   it("forge run's init hook claims it, as a user runs forge run twice", async () => {
