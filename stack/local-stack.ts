@@ -185,7 +185,21 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
       state.supervisor = startSupervisor(config)
       writeStackState(config.home, state)
     }
-    await waitForTemporal(temporalAddress, config.temporal.namespace)
+    // the dev server picks its internal services' ports itself and, rarely, one it cannot bind: it then
+    // exits while starting (a panic in its log); started again, it picks others
+    for (let tries = 1; ; tries++) {
+      const local = config.temporal.address ? undefined : state.temporal
+      try {
+        await waitForTemporal(temporalAddress, config.temporal.namespace, local && (() => isAlive(local)))
+        break
+      } catch (error) {
+        if (!(error instanceof TemporalExitedError) || local === undefined) throw error
+        if (tries >= 3) throw new StackStartError(`${error.message}, ${tries} times; the end of ${local.log}:\n${tail(local.log)}`)
+        log(`the Temporal dev server exited while starting (${local.log}): starting it again…`)
+        state.temporal = await startTemporal(config, local.ports)
+        writeStackState(config.home, state)
+      }
+    }
     return { temporalAddress, natsUrl, ingesterRunning: true }
   })
 }
@@ -398,11 +412,15 @@ function canConnect(port: number): Promise<boolean> {
   })
 }
 
-async function waitForTemporal(address: string, namespace: string): Promise<void> {
+/** The local Temporal dev server exited before it served its namespace. */
+class TemporalExitedError extends StackStartError {}
+
+async function waitForTemporal(address: string, namespace: string, alive?: () => boolean): Promise<void> {
   const { Connection } = await import('@temporalio/client')
   const deadline = Date.now() + 60_000
   let lastError: unknown
   while (Date.now() < deadline) {
+    if (alive !== undefined && !alive()) throw new TemporalExitedError(`the Temporal dev server at ${address} exited before it served namespace "${namespace}"`)
     try {
       const connection = await Connection.connect({ address, connectTimeout: 2_000 })
       try {
