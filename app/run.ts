@@ -187,7 +187,14 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     await host?.stop()
     await pool?.stop()
     // the next run of this home starts on workers that have loaded their code (stack/warm-workers.ts)
-    if (pool !== undefined) leaveWarmWorkers(config.home, Math.min(readSetting('warmWorkers'), pool.layout.processes))
+    // (best effort: a home it cannot write to costs the next run its start-up, never this run its report)
+    if (pool !== undefined) {
+      try {
+        leaveWarmWorkers(config.home, Math.min(readSetting('warmWorkers'), pool.layout.processes))
+      } catch {
+        // the next run forks its own
+      }
+    }
     await connection.close()
     await nc.drain().catch(() => undefined)
   }

@@ -213,6 +213,8 @@ export function leaveWarmWorkers(home: string, count: number, env: NodeJS.Proces
     const fd = openSync(join(logDir, `worker-${slot}.log`), 'a')
     try {
       const child = spawn(process.execPath, [...process.execArgv, entry, WARM_SOCKET_ARG, path], { detached: true, stdio: ['ignore', fd, fd], env })
+      // a process that could not start is only a slot without a warm worker
+      child.on('error', () => undefined)
       child.unref()
       if (child.pid !== undefined) {
         pids.push(child.pid)
