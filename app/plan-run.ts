@@ -34,6 +34,16 @@ import { openReader } from './store-access.js'
 /** attempts per attempt activity in runs Forge plans (issue 15: Temporal round trips were most of the cost of a mock attempt) */
 export const ATTEMPTS_PER_ACTIVITY = 10
 
+/**
+ * Attempts one activity runs at once on workers of `concurrency` attempt slots (RunPlan.attempt_lanes):
+ * a 1,000-attempt run of fast attempts is then 10 activities rather than 100, and each activity cost
+ * Temporal and the worker ~10 ms of CPU (issue 15).
+ */
+export function attemptLanesFor(concurrency: number): number {
+  return Math.max(1, Math.min(MAX_ATTEMPT_LANES, concurrency))
+}
+const MAX_ATTEMPT_LANES = 10
+
 export interface PlannedRun {
   run: RunConfig
   suite: LoadedSuite

@@ -19,7 +19,7 @@ import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import { leaveWarmWorkers } from '../stack/warm-workers.js'
 import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
 import { sealRunWhenStored, type SealReport } from './audit.js'
-import { planRun } from './plan-run.js'
+import { attemptLanesFor, planRun } from './plan-run.js'
 import type { RunConfigInput } from './run-config.js'
 import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
 import { openReader } from './store-access.js'
@@ -99,13 +99,16 @@ export async function runSuite(config: ForgeConfig, input: RunConfigInput, onEve
 }
 
 async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (event: RunEvent) => void, signal: AbortSignal | undefined, observe: RunObserver | undefined): Promise<RunReport> {
-  const { run, suite, tasks, plan, localModel } = await planRun(config, input)
+  const { run, suite, tasks, plan: planned, localModel } = await planRun(config, input)
   refuseLocalModelWithoutWorkers(run.workers, localModel)
   const endpoints = await runEndpoints(config, run.workers, (message) => onEvent({ kind: 'stack', message }))
   // a run id the user chose must be new (generated ones are)
-  if (run.run_id !== undefined) await withReader(config, (reader) => refuseReusedRunId(reader, plan.run_id))
+  if (run.run_id !== undefined) await withReader(config, (reader) => refuseReusedRunId(reader, planned.run_id))
   const modelServer = await startRunModelServer(config, localModel, (message) => onEvent({ kind: 'stack', message }))
-  const concurrency = localModelConcurrency(run.concurrency, run.workers, modelServer.parallel, plan.adapter_config['model'])
+  const concurrency = localModelConcurrency(run.concurrency, run.workers, modelServer.parallel, planned.adapter_config['model'])
+  // workers Forge starts here have `concurrency` attempt slots each: an attempt activity may run several attempts at once
+  const lanes = run.workers === 0 ? 1 : attemptLanesFor(concurrency)
+  const plan: RunPlan = lanes > 1 ? { ...planned, attempt_lanes: lanes } : planned
   if (concurrency < run.concurrency) onEvent({ kind: 'stack', message: `${concurrency} attempt(s) at once per worker: the model server generates ${modelServer.parallel} at once (FORGE_MODEL_PARALLEL)` })
   const nc = await connectBus(endpoints.natsUrl, 'forge-run')
   try {

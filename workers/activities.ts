@@ -38,10 +38,13 @@ export interface ActivityDeps {
   now?: () => number
   /** live OTLP export of each finished attempt's spans (never blocks or fails the attempt) */
   otlp?: Pick<OtlpExporter, 'add'>
+  /** attempts this worker runs at once at most, over all its batch activities' lanes (absent: no limit) */
+  attemptSlots?: number
 }
 
 export function createActivities(deps: ActivityDeps): RunActivities {
   const now = deps.now ?? Date.now
+  const slots = new Slots(deps.attemptSlots ?? Number.POSITIVE_INFINITY)
   const runOne = async (input: AttemptInput): Promise<AttemptSummary> => {
     const suite = await loadSuiteCached(input.suite_path).catch((error: unknown) => {
       throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
@@ -124,21 +127,33 @@ export function createActivities(deps: ActivityDeps): RunActivities {
     async runAttempt(input: AttemptInput): Promise<AttemptSummary> {
       const stopHeartbeat = startHeartbeat()
       try {
-        return await runOne(input)
+        return await slots.run(() => runOne(input))
       } finally {
         stopHeartbeat()
       }
     },
 
-    async runAttempts({ base, items }: AttemptBatchInput): Promise<AttemptSummary[]> {
-      // a retry resumes after the attempts the last try heartbeated as done (they are published already)
+    async runAttempts({ base, items, lanes }: AttemptBatchInput): Promise<AttemptSummary[]> {
+      // a retry runs only the attempts the last try did not heartbeat as done (those are published already)
       const done = resumedSummaries(items.length)
       const stopHeartbeat = startHeartbeat(() => done)
-      let heartbeatAt = 0
-      try {
-        for (let i = done.length; i < items.length; i++) {
-          const item = items[i]!
-          done.push(await runOne({ ...base, task_id: item.task_id, attempt: item.attempt }))
+      let heartbeatAt = now()
+      let next = 0
+      let failure: { error: unknown } | undefined
+      // each lane takes the next item not done; after a failure no lane takes another, and the
+      // activity fails once the attempts already running have ended (and are heartbeated as done)
+      const lane = async (): Promise<void> => {
+        for (;;) {
+          while (next < items.length && done[next] !== null) next++
+          if (next >= items.length || failure !== undefined) return
+          const index = next++
+          const item = items[index]!
+          try {
+            done[index] = await slots.run(() => runOne({ ...base, task_id: item.task_id, attempt: item.attempt }))
+          } catch (error) {
+            failure ??= { error }
+            return
+          }
           // the SDK sends the latest details to the server at most every few seconds anyway; handing it the
           // list after every attempt of a fast agent only serialised it again and again
           if (now() - heartbeatAt >= PROGRESS_HEARTBEAT_MS) {
@@ -146,7 +161,14 @@ export function createActivities(deps: ActivityDeps): RunActivities {
             heartbeatNow(done)
           }
         }
-        return done
+      }
+      try {
+        await Promise.all(Array.from({ length: Math.max(1, Math.min(lanes ?? 1, items.length)) }, lane))
+        if (failure !== undefined) {
+          heartbeatNow(done)
+          throw failure.error
+        }
+        return done as AttemptSummary[]
       } finally {
         stopHeartbeat()
       }
@@ -209,14 +231,17 @@ function cancellationSignal(): AbortSignal | undefined {
 }
 
 /** The summaries an earlier try of this batch activity heartbeated (none on the first try). */
-function resumedSummaries(batchSize: number): AttemptSummary[] {
+function resumedSummaries(batchSize: number): (AttemptSummary | null)[] {
+  const done = Array.from({ length: batchSize }, (): AttemptSummary | null => null)
   let details: unknown
   try {
     details = Context.current().info.heartbeatDetails
   } catch {
-    return [] // called outside an activity (unit tests)
+    return done // called outside an activity (unit tests)
   }
-  return Array.isArray(details) && details.length <= batchSize ? (details as AttemptSummary[]) : []
+  // by item, null for one not done (a try of a batch run one after another heartbeated only its done start)
+  if (Array.isArray(details) && details.length <= batchSize) details.forEach((summary, i) => (done[i] = (summary as AttemptSummary | null) ?? null))
+  return done
 }
 
 function heartbeatNow(details: unknown): void {
@@ -253,4 +278,29 @@ function startHeartbeat(details: () => unknown = () => undefined): () => void {
   ctx.heartbeat(details())
   const timer = setInterval(() => ctx.heartbeat(details()), Math.max(200, Math.floor(timeout / 3)))
   return () => clearInterval(timer)
+}
+
+/**
+ * At most `size` calls of `run` at once, the others waiting in line: a worker's attempt slots, which
+ * its batch activities' lanes share (a worker may hold more activities than its slots fill).
+ */
+export class Slots {
+  private free: number
+  private readonly waiting: (() => void)[] = []
+
+  constructor(size: number) {
+    this.free = size
+  }
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--
+    else await new Promise<void>((resolve) => this.waiting.push(resolve))
+    try {
+      return await fn()
+    } finally {
+      const nextInLine = this.waiting.shift()
+      if (nextInLine !== undefined) nextInLine()
+      else this.free++
+    }
+  }
 }

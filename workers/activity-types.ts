@@ -66,14 +66,16 @@ export interface ReconcileActivities {
 export interface AttemptBatchInput {
   base: Omit<AttemptInput, 'task_id' | 'attempt'>
   items: { task_id: string; attempt: number }[]
+  /** how many of the items run at once (RunPlan.attempt_lanes); absent: one after another */
+  lanes?: number
 }
 
 export interface RunActivities {
   runAttempt(input: AttemptInput): Promise<AttemptSummary>
   /**
-   * Runs the batch's attempts one after another, each published under its own attempt_uid exactly as
-   * runAttempt does; heartbeats the summaries done so far, and a retry resumes after them.
-   * Returns one summary per item, in order.
+   * Runs the batch's attempts, `lanes` at a time (one after another when absent), each published
+   * under its own attempt_uid exactly as runAttempt does; heartbeats the summaries done so far (by
+   * item, null for one not done), and a retry runs only the others. Returns one summary per item, in order.
    */
   runAttempts(input: AttemptBatchInput): Promise<AttemptSummary[]>
   /** publishes the run's record; returns the run's start time (epoch ms) */

@@ -95,7 +95,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     taskQueue: opts.taskQueue,
     identity: workerId,
     activities: {
-      ...createActivities({ nc, js: jetstream(nc), workerId, logger, ...(otlp !== undefined ? { otlp } : {}) }),
+      ...createActivities({ nc, js: jetstream(nc), workerId, logger, attemptSlots: opts.concurrency, ...(otlp !== undefined ? { otlp } : {}) }),
       // the completeness check at the end of a run reads the store the way every other reader does
       ...createReconcileActivities({ nc, reader, logger }),
       ...opts.extraActivities?.({ nc, js: jetstream(nc) }),

@@ -20,7 +20,7 @@ import { judgeScheduler } from './judging.js'
 import { RECONCILE_PATCH, reconcileRun } from './reconcile.js'
 import { SequentialRun } from './sequential.js'
 import { attemptInputOf, isNonRetryable, mergeTally, type RunTally } from './tally.js'
-import { attemptBatchSize, batchInputOf } from './attempt-batches.js'
+import { activityWindow, attemptBatchSize, batchInputOf } from './attempt-batches.js'
 
 export type { RunTally }
 
@@ -141,8 +141,11 @@ export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
     counted(attemptInput, summary)
   }
   const inputAt = (index: number): AttemptInput => attemptInputOf(plan, plan.task_ids[Math.floor(index / plan.attempts)]!, index % plan.attempts)
-  // issue 15: several attempts per activity; the patch keeps histories of shards that ran one per activity replayable
-  const batch = attemptBatchSize(plan, input.end - input.start)
+  // issue 15: several attempts per activity, and several of them at once in one activity (lanes);
+  // the patches keep histories of shards that ran one per activity, or one at a time, replayable
+  const size = input.end - input.start
+  const lanes = (plan.attempt_lanes ?? 1) > 1 && attemptBatchSize(plan, size, plan.attempt_lanes) > 1 && patched('attempt-lanes') ? plan.attempt_lanes! : 1
+  const batch = attemptBatchSize(plan, size, lanes)
   const batched = batch > 1 && patched('attempt-batches')
   const step = batched ? batch : 1
   let next = input.start
@@ -157,21 +160,25 @@ export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
       const inputs = Array.from({ length: next - from }, (_, i) => inputAt(from + i))
       let summaries: AttemptSummary[]
       try {
-        summaries = await runAttempts(batchInputOf(inputs))
+        summaries = await runAttempts({ ...batchInputOf(inputs), ...(lanes > 1 ? { lanes: Math.min(lanes, inputs.length) } : {}) })
       } catch (error) {
         if (isCancellation(error)) throw error
         if (error instanceof Error && isNonRetryable(error)) throw error
         // the batch gave up after its retries: each attempt gets its own activity (and retries) so the
-        // tally stays exact; attempts the batch published already are published again under the same
-        // attempt_uid, which the bus and the store deduplicate
-        for (const attemptInput of inputs) await runOne(attemptInput)
+        // tally stays exact, `lanes` at a time; attempts the batch published already are published
+        // again under the same attempt_uid, which the bus and the store deduplicate
+        let fallback = 0
+        const fallbackLane = async (): Promise<void> => {
+          while (fallback < inputs.length) await runOne(inputs[fallback++]!)
+        }
+        await Promise.all(Array.from({ length: Math.min(lanes, inputs.length) }, fallbackLane))
         continue
       }
       inputs.forEach((attemptInput, i) => counted(attemptInput, summaries[i]!))
     }
   }
-  const activities = Math.ceil((input.end - input.start) / step)
-  await Promise.all(Array.from({ length: Math.min(plan.max_in_flight, activities) }, lane))
+  const activities = Math.ceil(size / step)
+  await Promise.all(Array.from({ length: Math.min(activityWindow(plan, lanes), activities) }, lane))
   await judging.drain()
   return tally
 }

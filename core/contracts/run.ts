@@ -70,6 +70,13 @@ export const RunPlan = z.object({
    * attempt. The shard lowers it so its window of max_in_flight activities still fills; absent: 1.
    */
   attempts_per_activity: z.number().int().positive().max(100).optional(),
+  /**
+   * attempts one attempt activity runs at once (issue 15): a shard then keeps max_in_flight / lanes
+   * activities in flight, each of lanes × attempts_per_activity attempts, so a run of fast attempts
+   * costs Temporal a tenth of the activities. Set for runs whose workers Forge starts itself (it
+   * knows their attempt slots; a worker never runs more attempts at once than its slots); absent: 1.
+   */
+  attempt_lanes: z.number().int().positive().max(50).optional(),
   /** how many shard children run at once */
   max_shards_in_flight: z.number().int().positive().max(50).default(4),
   /** start-to-close limit of one attempt activity (the largest task budget plus grace) */

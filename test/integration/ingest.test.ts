@@ -4,7 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { AttemptResult } from '../../core/contracts/index.js'
 import { openReader } from '../../app/store-access.js'
 import { connectBus, encodeJson, jetstream, publishAttemptResult, publishResult, subjects, type NatsConnection } from '../../store/bus.js'
+import { MockActivityEnvironment } from '@temporalio/testing'
 import { createActivities } from '../../workers/activities.js'
+import type { AttemptBatchInput, AttemptSummary } from '../../workers/activity-types.js'
 import { createLogger } from '../../engine/logger.js'
 import { packageRoot } from '../../stack/paths.js'
 import { join } from 'node:path'
@@ -142,5 +144,78 @@ describe('ingest', () => {
     }
     await publishAttemptResult(jetstream(nc), attempt('after-big-query', 'a', 0))
     expect(await waitForRows('after-big-query', 1)).toEqual({ final: 1, uids: 1 })
+  })
+})
+
+describe('a batch activity with attempt lanes (issue 15)', () => {
+  const batch = (runId: string, count: number, lanes: number): AttemptBatchInput => ({
+    base: { run_id: runId, config_id: 'c0', suite: 'smoke', suite_path: join(packageRoot(), 'suites', 'smoke'), adapter: 'mock', adapter_config: { delay_ms: 300 }, seed: 'x' },
+    items: Array.from({ length: count }, (_, attempt) => ({ task_id: 'echo_greeting', attempt })),
+    lanes,
+  })
+
+  /** the most attempts of a run whose [started_at, finished_at] overlap at one instant */
+  async function mostAtOnce(runId: string): Promise<number> {
+    const reader = await openReader(stack.config)
+    try {
+      const rows = await reader.query<{ s: string; f: string }>(
+        'SELECT toUnixTimestamp64Milli(started_at) AS s, toUnixTimestamp64Milli(finished_at) AS f FROM attempts FINAL WHERE run_id = {run:String}',
+        { run: runId },
+      )
+      const edges = rows.flatMap((r) => [[Number(r.s), 1], [Number(r.f), -1]] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1])
+      let open = 0
+      let most = 0
+      for (const [, step] of edges) most = Math.max(most, (open += step))
+      return most
+    } finally {
+      await reader.close()
+    }
+  }
+
+  it('runs lanes attempts at once, never more than the worker\'s attempt slots, and returns the summaries in item order', async () => {
+    const wide = createActivities({ nc, js: jetstream(nc), workerId: 'lanes', logger: createLogger('test') })
+    const summaries: AttemptSummary[] = await new MockActivityEnvironment().run(wide.runAttempts, batch('lanes-3', 6, 3))
+    expect(summaries.map((s) => s.attempt_uid)).toEqual(Array.from({ length: 6 }, (_, i) => `lanes-3/c0/echo_greeting/${i}`))
+    expect(await waitForRows('lanes-3', 6)).toEqual({ final: 6, uids: 6 })
+    expect(await mostAtOnce('lanes-3')).toBe(3)
+
+    // two slots for the worker: a batch of 3 lanes runs 2 at once (the third waits for a slot)
+    const narrow = createActivities({ nc, js: jetstream(nc), workerId: 'lanes', logger: createLogger('test'), attemptSlots: 2 })
+    await new MockActivityEnvironment().run(narrow.runAttempts, batch('lanes-slots', 6, 3))
+    expect(await waitForRows('lanes-slots', 6)).toEqual({ final: 6, uids: 6 })
+    expect(await mostAtOnce('lanes-slots')).toBe(2)
+  })
+
+  it('a retry runs only the attempts its last heartbeat did not name as done, whichever lane finished them', async () => {
+    const activities = createActivities({ nc, js: jetstream(nc), workerId: 'lanes', logger: createLogger('test') })
+    // the earlier try finished items 0 and 2 (published then; here a marker stands for their summaries)
+    const earlier = (attempt: number): AttemptSummary => ({ attempt_uid: `lanes-resume/c0/echo_greeting/${attempt}`, outcome: 'earlier-try', failure_bucket: null })
+    const env = new MockActivityEnvironment({ attempt: 2, heartbeatTimeoutMs: 30_000, heartbeatDetails: [earlier(0), null, earlier(2), null] })
+    const beats: unknown[] = []
+    env.on('heartbeat', (details: unknown) => beats.push(structuredClone(details)))
+    const summaries: AttemptSummary[] = await env.run(activities.runAttempts, batch('lanes-resume', 4, 2))
+    expect(summaries.map((s) => s.attempt_uid)).toEqual(Array.from({ length: 4 }, (_, i) => `lanes-resume/c0/echo_greeting/${i}`))
+    expect(summaries.map((s) => s.outcome === 'earlier-try')).toEqual([true, false, true, false])
+    // only items 1 and 3 ran this try: the store has their rows and no others
+    expect(await waitForRows('lanes-resume', 2)).toEqual({ final: 2, uids: 2 })
+    await sleep(500)
+    expect(await countRows('lanes-resume')).toEqual({ final: 2, uids: 2 })
+    // the first heartbeat hands the resumed summaries on (a third try would skip them too)
+    expect(beats[0]).toEqual([earlier(0), null, earlier(2), null])
+  })
+
+  it('after a failure no lane starts another attempt; the activity fails once the running ones ended, heartbeating them as done', async () => {
+    const activities = createActivities({ nc, js: jetstream(nc), workerId: 'lanes', logger: createLogger('test') })
+    const input = batch('lanes-fail', 4, 2)
+    // item 1 names a task the suite does not have: its attempt fails (non-retryable) while item 0 runs
+    input.items[1] = { task_id: 'no_such_task', attempt: 1 }
+    const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000 })
+    const beats: unknown[] = []
+    env.on('heartbeat', (details: unknown) => beats.push(structuredClone(details)))
+    await expect(env.run(activities.runAttempts, input)).rejects.toThrow(/no task "no_such_task"/)
+    // item 0 was running when item 1 failed: it finished and is stored; items 2 and 3 never started
+    expect(await waitForRows('lanes-fail', 1)).toEqual({ final: 1, uids: 1 })
+    const last = beats.at(-1) as (AttemptSummary | null)[]
+    expect(last.map((s) => s?.attempt_uid ?? null)).toEqual(['lanes-fail/c0/echo_greeting/0', null, null, null])
   })
 })

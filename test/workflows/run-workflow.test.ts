@@ -395,6 +395,58 @@ describe('ShardWorkflow with several attempts per activity (issue 15)', () => {
   })
 })
 
+describe('ShardWorkflow with several attempts at once per activity (attempt_lanes, issue 15)', () => {
+  it('runs 40 attempts as 2 activities of 20 with 4 lanes each: every pair exactly once, max_in_flight attempts at once', async () => {
+    const p = plan({ task_ids: ['a', 'b', 'c', 'd'], attempts: 10, max_in_flight: 8, attempts_per_activity: 10, attempt_lanes: 4 })
+    const stub = stubActivities({ delayMs: 30, outcome: (input) => (input.attempt % 2 === 0 ? 'fail' : 'pass') })
+
+    const { result } = await runOnWorker(stub.activities, p)
+
+    expect((await result).tally).toEqual({ outcomes: { pass: 20, fail: 20 }, not_executed: 0 })
+    // a window of 8 / 4 = 2 activities; min(10 × 4, ⌈40 / 2⌉) = 20 attempts each, 4 at once
+    expect(stub.batches.map((b) => [b.items.length, b.lanes])).toEqual([[20, 4], [20, 4]])
+    expect(stub.attempts.map((c) => `${c.input.task_id}#${c.input.attempt}`).sort()).toEqual(allPairs(p).sort())
+    expect(stub.window.max).toBe(8)
+  })
+
+  it('a shard that fits in max_in_flight still runs all of it at once (activities of fewer attempts than lanes)', async () => {
+    const p = plan({ task_ids: ['a', 'b', 'c', 'd', 'e'], attempts: 2, max_in_flight: 20, attempts_per_activity: 10, attempt_lanes: 10 })
+    const stub = stubActivities({ delayMs: 100 })
+
+    const { result } = await runOnWorker(stub.activities, p)
+
+    expect((await result).tally).toEqual({ outcomes: { pass: 10 }, not_executed: 0 })
+    // window 2, ⌈10 / 2⌉ = 5 per activity, each running its 5 at once
+    expect(stub.batches.map((b) => [b.items.length, b.lanes])).toEqual([[5, 5], [5, 5]])
+    expect(stub.window.max).toBe(10)
+  })
+
+  it('lanes are not used where a shard is too small for a batch: one attempt per activity, as before', async () => {
+    const p = plan({ task_ids: ['a', 'b'], attempts: 2, max_in_flight: 200, attempts_per_activity: 10, attempt_lanes: 10 })
+    const stub = stubActivities()
+    const { result } = await runOnWorker(stub.activities, p)
+    expect((await result).tally).toEqual({ outcomes: { pass: 4 }, not_executed: 0 })
+    expect(stub.batches).toEqual([])
+    expect(stub.attempts).toHaveLength(4)
+  })
+
+  it('a batch with lanes that fails after every retry falls back to one activity per attempt, lanes at a time', async () => {
+    const p = plan({ task_ids: ['a', 'flaky'], attempts: 4, max_in_flight: 2, attempts_per_activity: 2, attempt_lanes: 2 })
+    const stub = stubActivities({
+      delayMs: 50,
+      failBatch: (input) => {
+        if (input.items.some((item) => item.task_id === 'flaky')) throw ApplicationFailure.retryable('bus down', 'BusDown')
+      },
+    })
+
+    const { result } = await runOnWorker(stub.activities, p)
+
+    expect((await result).tally).toEqual({ outcomes: { pass: 8 }, not_executed: 0 })
+    expect(stub.attempts.map((c) => `${c.input.task_id}#${c.input.attempt}`).sort()).toEqual(allPairs(p).sort())
+    expect(stub.window.max).toBe(2)
+  })
+})
+
 describe('replay of committed histories', () => {
   const files = { run: new URL('run-2x2.json', historiesDir), shard: new URL('run-2x2-shard-0.json', historiesDir) }
 
@@ -415,6 +467,19 @@ describe('replay of committed histories', () => {
     expect(committed.run.events?.length).toBeGreaterThan(10)
     await Worker.runReplayHistory({ workflowBundle: bundle }, committed.run, REPLAY_WORKFLOW_ID)
     await Worker.runReplayHistory({ workflowBundle: bundle }, committed.shard, `${REPLAY_WORKFLOW_ID}/shard-0`)
+  })
+
+  it('replays the committed shard of a run with attempt lanes (batches of several attempts at once)', async () => {
+    const id = 'forge-replay-run-lanes'
+    const file = new URL('run-lanes-shard-0.json', historiesDir)
+    const p = plan({ run_id: 'run-replay-lanes', task_ids: ['t1', 't2'], attempts: 4, max_in_flight: 4, attempts_per_activity: 2, attempt_lanes: 2 })
+    const stub = stubActivities()
+    const { result } = await runOnWorker(stub.activities, p, id)
+    expect((await result).tally).toEqual({ outcomes: { pass: 8 }, not_executed: 0 })
+    expect(stub.batches.map((b) => [b.items.length, b.lanes])).toEqual([[4, 2], [4, 2]])
+
+    writeHistoryOnce(file, await env.client.workflow.getHandle(`${id}/shard-0`).fetchHistory())
+    await Worker.runReplayHistory({ workflowBundle: bundle }, readHistory(file), `${id}/shard-0`)
   })
 
   it('the replay check fails for workflow code that would break that history', async () => {
