@@ -156,6 +156,7 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
       if (!isAlive(state.temporal)) {
         log(previous ? again('the Temporal dev server', previous.address) : 'starting Temporal dev server…')
         const started = await startTemporal(config, await reusable(previous?.ports ?? state.addresses?.temporal ?? portsOf(previous?.address)))
+        if (previous !== undefined && started.address !== previous.address) log(`${previous.address} was taken: the Temporal dev server now listens on ${started.address} (running workers and CLIs keep calling the old address)`)
         state.temporal = started
         state.addresses = { ...state.addresses, temporal: started.ports }
         writeStackState(config.home, state)
@@ -214,10 +215,16 @@ export function deadComponents(config: ForgeConfig): string[] {
   return dead
 }
 
-/** `ports` when every one of them is free to listen on again; [] (take fresh ones) when any is taken. */
-async function reusable(ports: number[]): Promise<number[]> {
+/**
+ * Each of `ports` that is free to listen on again; undefined (take a fresh one) for one that is taken.
+ * One at a time, not all or none: between a kill and the restart any process's outgoing connection
+ * may get one of them as its ephemeral port (the same range), and a dev server whose HTTP port was
+ * taken so had moved its frontend too, leaving every worker calling the old address (a chaos test
+ * caught it).
+ */
+async function reusable(ports: number[]): Promise<(number | undefined)[]> {
   const free = await Promise.all(ports.map((port) => portFree(port)))
-  return free.every(Boolean) ? ports : []
+  return ports.map((port, i) => (free[i] ? port : undefined))
 }
 
 function portFree(port: number): Promise<boolean> {
@@ -293,9 +300,10 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-async function startTemporal(config: ForgeConfig, previous: number[] = []): Promise<ProcessEntry & { address: string; ports: number[] }> {
+async function startTemporal(config: ForgeConfig, previous: (number | undefined)[] = []): Promise<ProcessEntry & { address: string; ports: number[] }> {
   const bin = findBinary('temporal', config.binaries.temporal)
-  const fresh = await freePorts(3)
+  // fresh ones for those not kept, none equal to a kept one
+  const fresh = (await freePorts(6)).filter((p) => !previous.includes(p))
   const [port = 0, httpPort = 0, metricsPort = 0] = [0, 1, 2].map((i) => previous[i] ?? fresh[i] ?? 0)
   const log = join(config.home, 'logs', 'temporal.log')
   const args = [

@@ -5,18 +5,36 @@
  * exits); the second is the real dev server.
  */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { resolveConfig } from '../../config/index.js'
 import { findBinary } from '../../stack/binaries.js'
-import { stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
+import { readStackState, stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
+import { gone } from '../helpers/processes.js'
 
 const home = mkdtempSync(join(tmpdir(), 'forge-stack-start-'))
+const restartHome = mkdtempSync(join(tmpdir(), 'forge-stack-restart-'))
 afterAll(async () => {
-  await stackDown(resolveConfig({ ...process.env, FORGE_HOME: home }))
-  rmSync(home, { recursive: true, force: true })
+  for (const h of [home, restartHome]) {
+    await stackDown(resolveConfig({ ...process.env, FORGE_HOME: h }))
+    rmSync(h, { recursive: true, force: true })
+  }
 })
+
+/** Listens on `port` (127.0.0.1) as soon as the port is free again. */
+async function occupy(port: number): Promise<Server> {
+  for (;;) {
+    const server = createServer()
+    const bound = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false))
+      server.listen(port, '127.0.0.1', () => resolve(true))
+    })
+    if (bound) return server
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
 
 describe('stack up', () => {
   it('starts the Temporal dev server again when it exits while starting', async () => {
@@ -40,5 +58,31 @@ exec ${JSON.stringify(findBinary('temporal', undefined))} "$@"
     const endpoints = await stackUp(config, (line) => lines.push(line), { supervisor: false })
     expect(lines.filter((line) => /the Temporal dev server exited while starting/.test(line))).toHaveLength(1)
     expect(stackStatus(config).find((row) => row.name === 'temporal')).toMatchObject({ state: 'running', detail: expect.stringContaining(endpoints.temporalAddress) as unknown })
+  })
+})
+
+describe('stack up after the Temporal dev server died', () => {
+  it('starts it on its old frontend port even when another process took its HTTP port meanwhile', async () => {
+    const config = resolveConfig({ ...process.env, FORGE_HOME: restartHome, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' })
+    const first = await stackUp(config, () => undefined, { supervisor: false })
+    const before = readStackState(restartHome).temporal!
+    const [, httpPort] = before.ports!
+    process.kill(before.pid, 'SIGKILL')
+    expect(await gone(before.pid, 10_000)).toBe(true)
+    // an outgoing connection's ephemeral port, or any listener: the old HTTP port is not free now
+    const squatter = await occupy(httpPort!)
+    try {
+      const lines: string[] = []
+      const again = await stackUp(config, (line) => lines.push(line), { supervisor: false })
+      // workers and CLIs of a running run keep the address they were given: it must not move
+      expect(again.temporalAddress).toBe(first.temporalAddress)
+      expect(lines.some((line) => /had died: restarting it on/.test(line))).toBe(true)
+      const after = readStackState(restartHome).temporal!
+      expect(after.pid).not.toBe(before.pid)
+      expect(after.ports![0]).toBe(before.ports![0])
+      expect(after.ports![1]).not.toBe(httpPort)
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve))
+    }
   })
 })
