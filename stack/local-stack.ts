@@ -170,6 +170,7 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
       if (!isAlive(state.nats)) {
         log(previous ? again('nats-server', previous.url) : 'starting nats-server…')
         state.nats = await startNats(config, (await reusable(previous !== undefined ? portsOf(previous.url) : state.addresses?.nats !== undefined ? [state.addresses.nats] : []))[0])
+        if (previous !== undefined && state.nats.url !== previous.url) log(`${previous.url} was taken: nats-server now listens on ${state.nats.url} (running workers and CLIs keep calling the old address)`)
         state.addresses = { ...state.addresses, nats: portsOf(state.nats.url)[0] ?? 0 }
         writeStackState(config.home, state)
       }
@@ -223,8 +224,24 @@ export function deadComponents(config: ForgeConfig): string[] {
  * caught it).
  */
 async function reusable(ports: number[]): Promise<(number | undefined)[]> {
-  const free = await Promise.all(ports.map((port) => portFree(port)))
+  const free = await Promise.all(ports.map((port, i) => (i === 0 ? portFreeWithin(port, CALLED_PORT_WAIT_MS) : portFree(port))))
   return ports.map((port, i) => (free[i] ? port : undefined))
+}
+
+/**
+ * How long a restart waits for the port clients call (the first of a component's ports) to be free:
+ * a port held by a passing connection (a client's reconnect may even connect to itself there) is free
+ * again soon, and a component that moved is lost to every process that has its address.
+ */
+const CALLED_PORT_WAIT_MS = 10_000
+
+async function portFreeWithin(port: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    if (await portFree(port)) return true
+    if (Date.now() >= deadline) return false
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
 }
 
 function portFree(port: number): Promise<boolean> {

@@ -13,6 +13,7 @@ import { resolveConfig } from '../../config/index.js'
 import { findBinary } from '../../stack/binaries.js'
 import { readStackState, stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
 import { gone } from '../helpers/processes.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 const home = mkdtempSync(join(tmpdir(), 'forge-stack-start-'))
 const restartHome = mkdtempSync(join(tmpdir(), 'forge-stack-restart-'))
@@ -84,5 +85,20 @@ describe('stack up after the Temporal dev server died', () => {
     } finally {
       await new Promise((resolve) => squatter.close(resolve))
     }
+  })
+
+  it('waits for its frontend port while a passing connection holds it, rather than moving', async () => {
+    const config = resolveConfig({ ...process.env, FORGE_HOME: restartHome, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' })
+    const before = readStackState(restartHome).temporal!
+    process.kill(before.pid, 'SIGKILL')
+    expect(await gone(before.pid, 10_000)).toBe(true)
+    const squatter = await occupy(before.ports![0]!)
+    // the restart waits (up to 10 s) while the port is held; the holder lets go, and it is on the same address
+    const restarting = stackUp(config, () => undefined, { supervisor: false })
+    await sleep(1_000)
+    expect(readStackState(restartHome).temporal?.pid).toBe(before.pid)
+    await new Promise((resolve) => squatter.close(resolve))
+    const again = await restarting
+    expect(again.temporalAddress).toBe(before.address)
   })
 })
