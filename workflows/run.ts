@@ -120,7 +120,7 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
 /** Runs attempts [start, end) of a run with at most `max_in_flight` attempt activities pending. */
 export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
   const { plan } = input
-  const { runAttempt, runAttempts } = proxyActivities<RunActivities>(attemptActivityOptions(plan))
+  const { runAttempt } = proxyActivities<RunActivities>(attemptActivityOptions(plan))
   const tally: RunTally = { outcomes: {}, not_executed: 0 }
   const judging = judgeScheduler(plan, tally)
   const counted = (attemptInput: AttemptInput, summary: AttemptSummary): void => {
@@ -148,6 +148,9 @@ export async function ShardWorkflow(input: ShardInput): Promise<RunTally> {
   const batch = attemptBatchSize(plan, size, lanes)
   const batched = batch > 1 && patched('attempt-batches')
   const step = batched ? batch : 1
+  // a batch runs its attempts in ⌈batch / lanes⌉ rounds: each round may take one attempt's limit
+  // (a dead worker is still noticed by its missed heartbeats, not by this limit)
+  const { runAttempts } = proxyActivities<RunActivities>({ ...attemptActivityOptions(plan), startToCloseTimeout: plan.attempt_timeout_ms * Math.ceil(step / lanes) })
   let next = input.start
   const lane = async (): Promise<void> => {
     while (next < input.end) {

@@ -90,9 +90,12 @@ function stubActivities(opts: StubOptions = {}) {
   const stored = new Set<string>()
   const checks: CompletenessInput[] = []
   const batches: AttemptBatchInput[] = []
+  /** each batch activity's start-to-close limit (ms) */
+  const batchLimits: number[] = []
   const activities: RunActivities & ReconcileActivities = {
     async runAttempts(input: AttemptBatchInput): Promise<AttemptSummary[]> {
       batches.push(input)
+      batchLimits.push(Context.current().info.startToCloseTimeoutMs)
       opts.failBatch?.(input, Context.current().info.attempt)
       return runEachAttempt(activities, input)
     },
@@ -131,7 +134,7 @@ function stubActivities(opts: StubOptions = {}) {
       return { planned: input.task_ids.length * input.attempts, stored: found.stored, missing_count: found.count, missing: found.missing, doubled: 0, harness_errors: 0 }
     },
   }
-  return { activities, attempts, statuses, returned, window, checks, batches }
+  return { activities, attempts, statuses, returned, window, checks, batches, batchLimits }
 }
 
 /** Runs one RunWorkflow on its own task queue with a worker holding `activities`; returns the handle once it closed. */
@@ -363,8 +366,9 @@ describe('ShardWorkflow with several attempts per activity (issue 15)', () => {
     const { result } = await runOnWorker(stub.activities, p)
 
     expect((await result).tally).toEqual({ outcomes: { pass: 9, fail: 3 }, not_executed: 0 })
-    // min(10 per activity, 12 attempts / 3 in flight) = 4 per activity
+    // min(10 per activity, 12 attempts / 3 in flight) = 4 per activity, one after another
     expect(stub.batches.map((b) => b.items.length)).toEqual([4, 4, 4])
+    expect(stub.batchLimits).toEqual([4, 4, 4].map((n) => n * p.attempt_timeout_ms))
     expect(stub.attempts.map((c) => `${c.input.task_id}#${c.input.attempt}`).sort()).toEqual(allPairs(p).sort())
     expect(stub.window.max).toBe(3)
   })
@@ -407,6 +411,8 @@ describe('ShardWorkflow with several attempts at once per activity (attempt_lane
     expect(stub.batches.map((b) => [b.items.length, b.lanes])).toEqual([[20, 4], [20, 4]])
     expect(stub.attempts.map((c) => `${c.input.task_id}#${c.input.attempt}`).sort()).toEqual(allPairs(p).sort())
     expect(stub.window.max).toBe(8)
+    // 20 attempts 4 at a time: 5 rounds, each allowed one attempt's limit
+    expect(stub.batchLimits).toEqual([5 * p.attempt_timeout_ms, 5 * p.attempt_timeout_ms])
   })
 
   it('a shard that fits in max_in_flight still runs all of it at once (activities of fewer attempts than lanes)', async () => {
