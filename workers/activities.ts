@@ -218,8 +218,12 @@ export function createActivities(deps: ActivityDeps): RunActivities {
   }
 }
 
-/** how often at most a batch hands the SDK the summaries done so far (a retry resumes after them) */
-const PROGRESS_HEARTBEAT_MS = 100
+/**
+ * How often at most a batch hands the SDK the summaries done so far (a retry skips them). The SDK
+ * sends them to the server at most every 0.8 × heartbeat timeout anyway; a batch of 100 attempts in
+ * 10 lanes handed over every 100 ms serialised up to 100 summaries ten times a second.
+ */
+const PROGRESS_HEARTBEAT_MS = 1_000
 
 /** The activity's cancellation signal (undefined outside an activity: unit tests). */
 function cancellationSignal(): AbortSignal | undefined {

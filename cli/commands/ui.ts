@@ -21,13 +21,15 @@ export default class Ui extends ForgeCommand {
     const { flags } = await this.parse(Ui)
     if (flags.host.trim() === '') throw new ConfigError('--host must name an interface, e.g. 127.0.0.1')
     const server = await startUi(resolveConfig(), { host: flags.host, port: flags.port, pageSize: flags['page-size'] })
-    if (this.jsonEnabled()) process.stdout.write(`${JSON.stringify({ url: server.url })}\n`)
-    else this.log(`forge ui: ${server.url} (read-only; Ctrl-C to stop)`)
-    if (!['127.0.0.1', 'localhost', '::1'].includes(flags.host)) this.warn(`listening on ${flags.host}: anyone who can reach it can read every stored run (there is no login)`)
-    await new Promise<void>((resolve) => {
+    // in place before the address is printed: whoever reads it may stop us at once
+    const stopped = new Promise<void>((resolve) => {
       process.once('SIGINT', resolve)
       process.once('SIGTERM', resolve)
     })
+    if (this.jsonEnabled()) process.stdout.write(`${JSON.stringify({ url: server.url })}\n`)
+    else this.log(`forge ui: ${server.url} (read-only; Ctrl-C to stop)`)
+    if (!['127.0.0.1', 'localhost', '::1'].includes(flags.host)) this.warn(`listening on ${flags.host}: anyone who can reach it can read every stored run (there is no login)`)
+    await stopped
     await server.close()
   }
 }

@@ -308,9 +308,10 @@ function commandIdOf(text: string): string | undefined {
   return commandIds.find((id) => words === id || words.startsWith(`${id} `))
 }
 
-// commands that serve until stopped, with the log line (info level, stderr) they write once their
-// Ctrl-C handler is in place — the "Ctrl-C to stop" line on stdout comes before it
-const SERVERS: Record<string, RegExp> = { worker: /"msg":"worker ready"/, ingester: /"msg":"ingester ready"/ }
+// commands that serve until stopped, with the line they write once their Ctrl-C handler is in place:
+// the worker's and ingester's log line (info level, stderr; their "Ctrl-C to stop" line on stdout comes
+// before it), the UI's address (stdout, after its handler; it waited out the command timeout before)
+const SERVERS: Record<string, RegExp> = { worker: /"msg":"worker ready"/, ingester: /"msg":"ingester ready"/, ui: /forge ui: http|"url":"http/ }
 
 /** Starts a serving command, waits for its ready line, stops it with Ctrl-C (SIGINT) and returns how it ended. */
 async function serveThenStop(text: string, ready: RegExp): Promise<Outcome & { ready: boolean }> {
@@ -323,13 +324,16 @@ async function serveThenStop(text: string, ready: RegExp): Promise<Outcome & { r
   await new Promise<void>((resolve) => {
     const guard = setTimeout(resolve, COMMAND_TIMEOUT_MS)
     const check = (): void => {
-      if (!seen && ready.test(stderr)) {
+      if (!seen && (ready.test(stderr) || ready.test(stdout))) {
         seen = true
         clearTimeout(guard)
         resolve()
       }
     }
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString()
+      check()
+    })
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString()
       check()
