@@ -149,6 +149,7 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
     // the results key every local worker and the ingester sign and check with (store/bus-auth.ts)
     ensureBusSecrets(config.home)
     const again = (name: string, where: string): string => `${name} had died: restarting it on ${where}…`
+    const moved = (name: string, from: string, to: string): string => `${from} was taken: ${name} now listens on ${to} (running workers and CLIs keep calling the old address)`
 
     let temporalAddress = config.temporal.address
     if (!temporalAddress) {
@@ -156,7 +157,7 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
       if (!isAlive(state.temporal)) {
         log(previous ? again('the Temporal dev server', previous.address) : 'starting Temporal dev server…')
         const started = await startTemporal(config, await reusable(previous?.ports ?? state.addresses?.temporal ?? portsOf(previous?.address)))
-        if (previous !== undefined && started.address !== previous.address) log(`${previous.address} was taken: the Temporal dev server now listens on ${started.address} (running workers and CLIs keep calling the old address)`)
+        if (previous !== undefined && started.address !== previous.address) log(moved('the Temporal dev server', previous.address, started.address))
         state.temporal = started
         state.addresses = { ...state.addresses, temporal: started.ports }
         writeStackState(config.home, state)
@@ -170,7 +171,7 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
       if (!isAlive(state.nats)) {
         log(previous ? again('nats-server', previous.url) : 'starting nats-server…')
         state.nats = await startNats(config, (await reusable(previous !== undefined ? portsOf(previous.url) : state.addresses?.nats !== undefined ? [state.addresses.nats] : []))[0])
-        if (previous !== undefined && state.nats.url !== previous.url) log(`${previous.url} was taken: nats-server now listens on ${state.nats.url} (running workers and CLIs keep calling the old address)`)
+        if (previous !== undefined && state.nats.url !== previous.url) log(moved('nats-server', previous.url, state.nats.url))
         state.addresses = { ...state.addresses, nats: portsOf(state.nats.url)[0] ?? 0 }
         writeStackState(config.home, state)
       }
