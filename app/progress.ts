@@ -4,7 +4,7 @@
  * the workers publish to the results stream, read here as plain subscribers — nothing is consumed
  * or acked) become log records. One observer per `forge run`; `stop()` flushes what is pending.
  */
-import type { AttemptResult, StoredTrace } from '../core/contracts/index.js'
+import type { AttemptMessage, AttemptResult, StoredTrace } from '../core/contracts/index.js'
 import { attemptRecords, needsTraces, shows, type LogFilter, type LogRecord } from '../core/log-records.js'
 import { ProgressTracker, type ProgressInput, type ProgressSnapshot } from '../core/progress.js'
 import { buildTraceView } from '../core/span-tree.js'
@@ -48,7 +48,7 @@ export function observeRun(nc: NatsConnection, runId: string, opts: RunObserverO
       },
     }),
   ]
-  // an attempt's trace and result travel as two messages in no fixed order: pair them by uid
+  // an attempt's result and trace travel as one message, or (too big together) as two in no fixed order: pair those by uid
   const pending = new Map<string, { trace?: StoredTrace; result?: AttemptResult }>()
   const emitted = new Set<string>()
   const emit = (uid: string, entry: { trace?: StoredTrace; result?: AttemptResult }) => {
@@ -58,22 +58,30 @@ export function observeRun(nc: NatsConnection, runId: string, opts: RunObserverO
     for (const record of recordsOf(entry.trace, entry.result, opts.filter)) opts.onRecord(record)
   }
   if (needsTraces(opts.filter)) {
-    const take = (kind: 'trace' | 'result') => (error: Error | null, msg: { json<T>(): T }) => {
+    const take = (kind: 'trace' | 'result' | 'both') => (error: Error | null, msg: { json<T>(): T }) => {
       if (error) return
-      let body: StoredTrace | AttemptResult
+      let body: StoredTrace | AttemptResult | AttemptMessage
       try {
-        body = msg.json<StoredTrace | AttemptResult>()
+        body = msg.json<StoredTrace | AttemptResult | AttemptMessage>()
       } catch {
         return
       }
       if (body.run_id !== runId || emitted.has(body.attempt_uid)) return
       const entry = pending.get(body.attempt_uid) ?? {}
       if (kind === 'trace') entry.trace = body as StoredTrace
-      else entry.result = body as AttemptResult
+      else if (kind === 'result') entry.result = body as AttemptResult
+      else {
+        const { stored_trace, ...result } = body as AttemptMessage
+        Object.assign(entry, { trace: stored_trace, result })
+      }
       if (entry.trace && entry.result) emit(body.attempt_uid, entry)
       else pending.set(body.attempt_uid, entry)
     }
-    subscriptions.push(nc.subscribe(`${subjects.tracePrefix}>`, { callback: take('trace') }), nc.subscribe(subjects.attempt, { callback: take('result') }))
+    subscriptions.push(
+      nc.subscribe(`${subjects.attemptPrefix}>`, { callback: take('both') }),
+      nc.subscribe(`${subjects.tracePrefix}>`, { callback: take('trace') }),
+      nc.subscribe(subjects.attempt, { callback: take('result') }),
+    )
   }
   return {
     tracker,

@@ -79,7 +79,7 @@ export function rolePermissions(role: BusRole): { publish: string[]; subscribe: 
       return {
         // sweep activities also run on workers: they read the store, record sweeps and promote baselines
         publish: [
-          'forge.results.attempt', 'forge.results.run', 'forge.results.judge', 'forge.results.trace.>', 'forge.results.sweep', 'forge.results.baseline',
+          'forge.results.attempt', 'forge.results.attempt.>', 'forge.results.run', 'forge.results.judge', 'forge.results.trace.>', 'forge.results.sweep', 'forge.results.baseline',
           'forge.progress.>', 'forge.ingester.ping', 'forge.ingester.flush', 'forge.store.query', ...readStream,
         ],
         subscribe: ['_INBOX.>'],
@@ -91,7 +91,7 @@ export function rolePermissions(role: BusRole): { publish: string[]; subscribe: 
         // audit seals: the chain's links and the run record carrying its new head (app/audit.ts)
         publish: ['forge.store.query', 'forge.ingester.ping', 'forge.ingester.flush', 'forge.results.baseline', 'forge.results.regrade', 'forge.results.review', 'forge.results.audit', 'forge.results.run', ...readStream],
         // forge run's live step logs read attempts' results and traces as they are published (app/progress.ts); reading only
-        subscribe: ['forge.progress.>', 'forge.results.attempt', 'forge.results.trace.>', '_INBOX.>'],
+        subscribe: ['forge.progress.>', 'forge.results.attempt', 'forge.results.attempt.>', 'forge.results.trace.>', '_INBOX.>'],
       }
   }
 }

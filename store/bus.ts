@@ -13,7 +13,11 @@ import { busAccess, SIGNATURE_HEADER, signMessage, taggedMsgId, type BusRole } f
 export const RESULTS_STREAM = 'FORGE_RESULTS'
 export const INGESTER_CONSUMER = 'forge-ingester'
 export const subjects = {
+  /** an attempt's result alone (its trace then travels on its trace subject) */
   attempt: 'forge.results.attempt',
+  /** an attempt's result with its stored trace inside, one subject per attempt (AttemptMessage): the judge worker reads it back by uid */
+  attemptOf: (attemptUid: string) => `forge.results.attempt.${traceKey(attemptUid)}`,
+  attemptPrefix: 'forge.results.attempt.',
   run: 'forge.results.run',
   baseline: 'forge.results.baseline',
   /** one subject per attempt, so the judge worker can read an attempt's trace by its uid (last message of the subject) */
@@ -75,7 +79,10 @@ export async function connectBus(url: string, name: string, role: BusRole = 'cli
  * when this process holds the results key (store/bus-auth.ts), as it is otherwise.
  */
 export async function publishResult(js: JetStreamClient, subject: string, value: unknown, msgID: string, runId: string): Promise<{ duplicate: boolean }> {
-  const body = encodeJson(value)
+  return publishBody(js, subject, encodeJson(value), msgID, runId)
+}
+
+async function publishBody(js: JetStreamClient, subject: string, body: Uint8Array, msgID: string, runId: string): Promise<{ duplicate: boolean }> {
   const key = processResultsKey
   if (key === undefined) return { duplicate: (await js.publish(subject, body, { msgID, timeout: 10_000 })).duplicate }
   const headers = natsHeaders()
@@ -158,6 +165,25 @@ export async function publishAttemptResult(js: JetStreamClient, result: AttemptR
   }
 }
 
+/**
+ * Publishes an attempt: its result and stored trace as one message (AttemptMessage) when they fit in
+ * `maxBytes`, else as the two messages of old, each within the bus's limit on its own. Returns how
+ * many messages it took. JetStream drops a second publish of the same attempt (the same msg id).
+ */
+export async function publishAttempt(js: JetStreamClient, result: AttemptResult, trace: StoredTrace, maxBytes: number, republish?: number): Promise<{ messages: 1 | 2 }> {
+  const body = encodeJson({ ...result, stored_trace: trace })
+  if (body.byteLength > maxBytes) {
+    await Promise.all([publishStoredTrace(js, trace, republish), publishAttemptResult(js, result, republish)])
+    return { messages: 2 }
+  }
+  try {
+    await publishBody(js, subjects.attemptOf(result.attempt_uid), body, republished(result.attempt_uid, republish), result.run_id)
+  } catch (error) {
+    throw new BusError(`publishing attempt ${result.attempt_uid} failed: ${(error as Error).message}`, { cause: error })
+  }
+  return { messages: 1 }
+}
+
 export async function publishRunRecord(js: JetStreamClient, run: RunRecordInput): Promise<void> {
   try {
     // a sealed record (its audit head set) is a new message, not a duplicate of the final one
@@ -235,9 +261,9 @@ export async function publishStoredTrace(js: JetStreamClient, stored: StoredTrac
 const managers = new WeakMap<NatsConnection, ReturnType<typeof jetstreamManager>>()
 
 /**
- * The stored trace of an attempt, read from the results stream (the last message of its trace
- * subject); undefined when the stream does not hold it (never published, or aged out: read the
- * `traces` table then).
+ * The stored trace of an attempt, read from the results stream (the last message of its attempt
+ * subject, or of its trace subject when the two travelled apart); undefined when the stream does not
+ * hold it (never published, or aged out: read the `traces` table then).
  */
 export async function readStoredTrace(nc: NatsConnection, attemptUid: string): Promise<unknown> {
   let jsm = managers.get(nc)
@@ -247,8 +273,11 @@ export async function readStoredTrace(nc: NatsConnection, attemptUid: string): P
     jsm.catch(() => managers.delete(nc))
   }
   try {
-    const msg = await (await jsm).streams.getMessage(RESULTS_STREAM, { last_by_subj: subjects.trace(attemptUid) })
-    return msg === null ? undefined : msg.json()
+    const streams = (await jsm).streams
+    const together = await streams.getMessage(RESULTS_STREAM, { last_by_subj: subjects.attemptOf(attemptUid) })
+    if (together !== null) return together.json<{ stored_trace?: unknown }>().stored_trace
+    const apart = await streams.getMessage(RESULTS_STREAM, { last_by_subj: subjects.trace(attemptUid) })
+    return apart === null ? undefined : apart.json()
   } catch (error) {
     throw new BusError(`reading the trace of attempt ${attemptUid} failed: ${(error as Error).message}`, { cause: error })
   }

@@ -7,7 +7,7 @@ import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { busMaxPayload, publishAttemptResult, publishProgress, publishRunRecord, publishStoredTrace } from '../store/bus.js'
+import { busMaxPayload, publishAttempt, publishProgress, publishRunRecord } from '../store/bus.js'
 import { auditEntryOf } from '../core/audit.js'
 import { attemptRefText } from '../core/completeness.js'
 import type { RunPlan, RunRecord } from '../core/contracts/index.js'
@@ -24,6 +24,7 @@ import type { Logger } from '../engine/logger.js'
 import { loadSuiteCached } from '../engine/suite-loader.js'
 import { storedTraceOf } from '../engine/trace-store.js'
 import { fitAttemptResult } from '../engine/message-fit.js'
+import { MESSAGE_HEADROOM_BYTES } from '../core/message-size.js'
 import { logAttempt } from '../engine/attempt-log.js'
 import type { OtlpExporter } from './otlp-exporter.js'
 import { isolationOf, sandboxRequested } from '../engine/sandbox/config.js'
@@ -99,13 +100,14 @@ export function createActivities(deps: ActivityDeps): RunActivities {
     if (cancellation?.aborted === true) throw cancellation.reason
     const { grading } = execution
     // a result over the bus's max_payload would be refused and lost: cut it (with markers) to fit
-    const graded = fitAttemptResult({ ...execution.result, metrics: grading.metrics, judgement: grading.judgement }, busMaxPayload(deps.nc))
+    const maxPayload = busMaxPayload(deps.nc)
+    const graded = fitAttemptResult({ ...execution.result, metrics: grading.metrics, judgement: grading.judgement }, maxPayload)
     const storedTrace = storedTraceOf(execution.result, execution.trace, grading.env, now())
     // the content hash of what is stored, over the rows the ingester will insert; a judge worker that runs tier 2 replaces the judgement
     const judgementReplaced = input.judge !== undefined && grading.judge?.golden_divergence === true
     const result = { ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, storedTrace, !judgementReplaced)) }
-    // both acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
-    await Promise.all([publishStoredTrace(deps.js, storedTrace, input.republish), publishAttemptResult(deps.js, result, input.republish)])
+    // one message when result and trace fit together, acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
+    await publishAttempt(deps.js, result, storedTrace, maxPayload - MESSAGE_HEADROOM_BYTES, input.republish)
     logAttempt(deps.logger, storedTrace, result)
     deps.otlp?.add(storedTrace, result)
     publishProgress(deps.nc, input.run_id, {

@@ -37,10 +37,11 @@ export interface RejectedMessageFields extends LogFields {
 
 /**
  * What a rejected message says about itself, as far as it can be read: its run, task, attempt and
- * attempt_uid from its JSON (or from the uid, or from a trace subject's base64url uid), its sweep.
+ * attempt_uid from its JSON (or from the uid, or from the base64url uid ending a subject of one
+ * attempt — its trace's or its message's, `keyedPrefixes`), its sweep.
  * Nothing of it is trusted: it only helps someone find the run that a bad message concerned.
  */
-export function rejectedMessageFields(subject: string, data: Uint8Array, tracePrefix: string): RejectedMessageFields {
+export function rejectedMessageFields(subject: string, data: Uint8Array, keyedPrefixes: readonly string[]): RejectedMessageFields {
   const fields: RejectedMessageFields = { ...processFields('ingest'), subject }
   let body: Record<string, unknown> = {}
   try {
@@ -54,8 +55,9 @@ export function rejectedMessageFields(subject: string, data: Uint8Array, tracePr
     return typeof value === 'string' && value !== '' ? value : undefined
   }
   let uid = text('attempt_uid')
-  if (uid === undefined && subject.startsWith(tracePrefix)) {
-    const decoded = Buffer.from(subject.slice(tracePrefix.length), 'base64url').toString('utf8')
+  const prefix = keyedPrefixes.find((p) => subject.startsWith(p))
+  if (uid === undefined && prefix !== undefined) {
+    const decoded = Buffer.from(subject.slice(prefix.length), 'base64url').toString('utf8')
     if (partsOfAttemptUid(decoded) !== undefined) uid = decoded
   }
   const fromUid = uid === undefined ? undefined : partsOfAttemptUid(uid)

@@ -6,7 +6,7 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { jetstream, type JsMsg } from '@nats-io/jetstream'
 import type { NatsConnection, Subscription } from '@nats-io/transport-node'
-import { AttemptRegrade, AttemptResult, AuditRecord, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
+import { AttemptMessage, AttemptRegrade, AttemptResult, AuditRecord, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
 import { insertAuditRecords } from '../store/audit.js'
 import { queryRows } from '../store/clickhouse.js'
 import { respondInParts } from '../store/bus-reader.js'
@@ -317,7 +317,7 @@ async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
   const now = Date.now()
   const sorted = sortBatch(batch, grading, deps.resultsKey, (msg, problem) => {
     stats.rejected++
-    logger.error({ ...rejectedMessageFields(msg.subject, msg.data, subjects.tracePrefix), seq: msg.seq, problem }, 'rejected a malformed result message')
+    logger.error({ ...rejectedMessageFields(msg.subject, msg.data, [subjects.tracePrefix, subjects.attemptPrefix]), seq: msg.seq, problem }, 'rejected a malformed result message')
     msg.term(problem)
   })
   try {
@@ -374,11 +374,19 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, resultsKey: string | un
       continue
     }
     if (parsed.kind === 'attempt') {
-      const attempt = parsed.value
+      const { value: attempt, trace } = parsed
       attempts.set(attempt.attempt_uid, attempt)
-      // an attempt with metrics or a judgement is acked with the grading rows
-      if (attempt.metrics !== undefined || attempt.judgement !== undefined) graded.push({ msg, add: () => rows.attempts.push(attempt) })
-      else primary.push(msg)
+      const withGrading = attempt.metrics !== undefined || attempt.judgement !== undefined
+      // an attempt with metrics, a judgement or its trace is acked with the grading rows
+      if (withGrading || trace !== undefined) {
+        graded.push({
+          msg,
+          add: () => {
+            if (withGrading) rows.attempts.push(attempt)
+            if (trace !== undefined) rows.traces.set(trace.attempt_uid, trace)
+          },
+        })
+      } else primary.push(msg)
     } else if (parsed.kind === 'baseline') {
       baselines.push(parsed.value)
       primary.push(msg)
@@ -406,7 +414,7 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, resultsKey: string | un
 }
 
 type Parsed =
-  | { ok: true; kind: 'attempt'; value: AttemptResult }
+  | { ok: true; kind: 'attempt'; value: AttemptResult; trace?: StoredTrace }
   | { ok: true; kind: 'run'; value: RunRecord }
   | { ok: true; kind: 'baseline'; value: BaselineRecord }
   | { ok: true; kind: 'trace'; value: StoredTrace }
@@ -437,6 +445,16 @@ function parseMessage(msg: JsMsg): Parsed {
   if (msg.subject === subjects.attempt) {
     const r = AttemptResult.safeParse(data)
     return r.success ? { ok: true, kind: 'attempt', value: r.data } : { ok: false, error: summarizeIssues(r.error.issues) }
+  }
+  if (msg.subject.startsWith(subjects.attemptPrefix)) {
+    const r = AttemptMessage.safeParse(data)
+    if (!r.success) return { ok: false, error: summarizeIssues(r.error.issues) }
+    const { stored_trace: trace, ...attempt } = r.data
+    // the subject names the attempt: a message filed under another attempt's subject would hide that one's trace from the judge
+    if (msg.subject !== subjects.attemptOf(attempt.attempt_uid) || trace.attempt_uid !== attempt.attempt_uid) {
+      return { ok: false, error: `the message of attempt ${attempt.attempt_uid} (stored_trace of ${trace.attempt_uid}) is not on that attempt's subject` }
+    }
+    return { ok: true, kind: 'attempt', value: attempt, trace }
   }
   if (msg.subject === subjects.baseline) {
     const r = BaselineRecord.safeParse(data)

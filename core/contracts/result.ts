@@ -85,3 +85,11 @@ export const StoredTrace = AttemptKey.extend({
 })
 export type StoredTrace = z.infer<typeof StoredTrace>
 
+
+/**
+ * An attempt's one message (subject `forge.results.attempt.<key>`): its result with its stored trace
+ * inside, so an attempt costs one publish, one stored message and one delivery. A pair too big for one
+ * message travels as the two messages it replaces (`forge.results.attempt` and `forge.results.trace.<key>`).
+ */
+export const AttemptMessage = AttemptResult.extend({ stored_trace: StoredTrace })
+export type AttemptMessage = z.infer<typeof AttemptMessage>

@@ -1,9 +1,11 @@
 /** The results path alone: JetStream → ingester → chDB, with duplicates and malformed messages. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { AttemptResult } from '../../core/contracts/index.js'
+import { StoredTrace, type AttemptResult } from '../../core/contracts/index.js'
+import { attemptKeyOf } from '../../core/identity.js'
+import { jetstreamManager } from '@nats-io/jetstream'
 import { openReader } from '../../app/store-access.js'
-import { connectBus, encodeJson, jetstream, publishAttemptResult, publishResult, subjects, type NatsConnection } from '../../store/bus.js'
+import { connectBus, encodeJson, jetstream, publishAttempt, publishAttemptResult, publishResult, readStoredTrace, RESULTS_STREAM, subjects, type NatsConnection } from '../../store/bus.js'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { createActivities } from '../../workers/activities.js'
 import type { AttemptBatchInput, AttemptSummary } from '../../workers/activity-types.js'
@@ -217,5 +219,95 @@ describe('a batch activity with attempt lanes (issue 15)', () => {
     expect(await waitForRows('lanes-fail', 1)).toEqual({ final: 1, uids: 1 })
     const last = beats.at(-1) as (AttemptSummary | null)[]
     expect(last.map((s) => s?.attempt_uid ?? null)).toEqual(['lanes-fail/c0/echo_greeting/0', null, null, null])
+  })
+})
+
+describe("an attempt's one message: its result with its trace inside (issue 15)", () => {
+  const input = (runId: string) => ({
+    run_id: runId,
+    config_id: 'c0',
+    suite: 'smoke',
+    suite_path: join(packageRoot(), 'suites', 'smoke'),
+    adapter: 'mock',
+    adapter_config: {},
+    seed: 'x',
+    task_id: 'echo_greeting',
+    attempt: 0,
+  })
+  const uidOf = (runId: string) => `${runId}/c0/echo_greeting/0`
+
+  /** messages the results stream holds per subject, of the given subjects */
+  async function held(...names: string[]): Promise<number[]> {
+    const info = await (await jetstreamManager(nc)).streams.info(RESULTS_STREAM, { subjects_filter: 'forge.results.>' })
+    const bySubject = (info.state.subjects ?? {}) as Record<string, number>
+    return names.map((name) => bySubject[name] ?? 0)
+  }
+
+  async function storedTraces(runId: string): Promise<number> {
+    const reader = await openReader(stack.config)
+    try {
+      const [row] = await reader.query<{ n: string }>('SELECT count() AS n FROM traces FINAL WHERE run_id = {run:String}', { run: runId })
+      return Number(row!.n)
+    } finally {
+      await reader.close()
+    }
+  }
+
+  async function waitForTraces(runId: string, expected: number): Promise<number> {
+    let n = await storedTraces(runId)
+    for (let i = 0; i < 100 && n < expected; i++) {
+      await sleep(100)
+      n = await storedTraces(runId)
+    }
+    return n
+  }
+
+  it('an attempt activity publishes one message, on its own subject; the ingester stores its row and its trace, and the judge reads the trace back by uid', async () => {
+    const activities = createActivities({ nc, js: jetstream(nc), workerId: 'one-message', logger: createLogger('test') })
+    await activities.runAttempt(input('one-msg'))
+    const uid = uidOf('one-msg')
+    expect(await held(subjects.attemptOf(uid), subjects.trace(uid))).toEqual([1, 0])
+    expect(await waitForRows('one-msg', 1)).toEqual({ final: 1, uids: 1 })
+    expect(await waitForTraces('one-msg', 1)).toBe(1)
+    const trace = StoredTrace.parse(await readStoredTrace(nc, uid))
+    expect(trace.attempt_uid).toBe(uid)
+    expect(trace.trace.tool_calls.length).toBeGreaterThan(0)
+  })
+
+  it('a result and trace too big for one message travel as two, each stored, the trace still read back by uid', async () => {
+    const activities = createActivities({ nc, js: jetstream(nc), workerId: 'template', logger: createLogger('test') })
+    await activities.runAttempt(input('two-msg-template'))
+    const template = StoredTrace.parse(await readStoredTrace(nc, uidOf('two-msg-template')))
+    const result = attempt('two-msg', 'echo_greeting', 0)
+    const trace = { ...template, ...attemptKeyOf(result) }
+    expect(await publishAttempt(jetstream(nc), result, trace, 2_000)).toEqual({ messages: 2 })
+    expect(await held(subjects.attemptOf(result.attempt_uid), subjects.trace(result.attempt_uid))).toEqual([0, 1])
+    expect(await waitForRows('two-msg', 1)).toEqual({ final: 1, uids: 1 })
+    expect(await waitForTraces('two-msg', 1)).toBe(1)
+    expect(StoredTrace.parse(await readStoredTrace(nc, result.attempt_uid)).attempt_uid).toBe(result.attempt_uid)
+    // the same pair within the limit: one message
+    const fits = attempt('two-msg', 'echo_greeting', 1)
+    expect(await publishAttempt(jetstream(nc), fits, { ...template, ...attemptKeyOf(fits) }, 1_000_000)).toEqual({ messages: 1 })
+    expect(await waitForRows('two-msg', 2)).toEqual({ final: 2, uids: 2 })
+  })
+
+  it("rejects a signed message whose trace is another attempt's, or that sits under another attempt's subject, and stores the good one after them", async () => {
+    const activities = createActivities({ nc, js: jetstream(nc), workerId: 'template', logger: createLogger('test') })
+    await activities.runAttempt(input('mixed-msg-template'))
+    const template = StoredTrace.parse(await readStoredTrace(nc, uidOf('mixed-msg-template')))
+    const rejectedBefore = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    const js = jetstream(nc)
+    const a = attempt('mixed-msg', 'a', 0)
+    const b = attempt('mixed-msg', 'b', 0)
+    // a's result carrying b's trace, on a's subject
+    await publishResult(js, subjects.attemptOf(a.attempt_uid), { ...a, stored_trace: { ...template, ...attemptKeyOf(b) } }, 'mixed-1', a.run_id)
+    // a's result and trace, filed under b's subject (it would hide b's trace from the judge)
+    await publishResult(js, subjects.attemptOf(b.attempt_uid), { ...a, stored_trace: { ...template, ...attemptKeyOf(a) } }, 'mixed-2', a.run_id)
+    const good = attempt('mixed-msg', 'c', 0)
+    await publishAttempt(js, good, { ...template, ...attemptKeyOf(good) }, 1_000_000)
+    expect(await waitForRows('mixed-msg', 1)).toEqual({ final: 1, uids: 1 })
+    expect(await waitForTraces('mixed-msg', 1)).toBe(1)
+    const rejected = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    expect(rejected - rejectedBefore).toBe(2)
   })
 })
