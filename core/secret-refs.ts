@@ -18,6 +18,10 @@ export type SecretRef = z.infer<typeof SecretRef>
 export const StringOrSecretRef = z.union([z.string(), SecretRef])
 
 export function isSecretRef(value: unknown): value is SecretRef {
+  // nearly every config value is not an object of one from_env / from_file key: answered without zod (each attempt walks its config)
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false
+  const keys = Object.keys(value)
+  if (keys.length !== 1 || (keys[0] !== 'from_env' && keys[0] !== 'from_file')) return false
   return SecretRef.safeParse(value).success
 }
 

@@ -23,7 +23,7 @@ function withoutTexts(state: EnvState): EnvState {
   )
 }
 
-/** The stored trace of an attempt, cut step by step until it fits `maxBytes`. */
+/** The stored trace of an attempt, cut step by step until it fits `maxBytes` (Infinity: whole, its size never computed). */
 export function storedTraceOf(result: AttemptResult, trace: AgentTrace, env: EnvironmentView | undefined, storedAt: number, maxBytes = STORED_TRACE_MAX_BYTES): StoredTrace {
   const stored: StoredTrace = Object.assign(attemptKeyOf(result), {
     outcome: result.outcome,
@@ -51,7 +51,7 @@ export function storedTraceOf(result: AttemptResult, trace: AgentTrace, env: Env
   ]
   let current = stored
   for (const [label, cut] of cuts) {
-    if (size(current) <= maxBytes) break
+    if (maxBytes === Number.POSITIVE_INFINITY || size(current) <= maxBytes) break
     current = { ...cut(current), truncated: [...current.truncated, label] }
   }
   return current

@@ -165,13 +165,24 @@ export async function publishAttemptResult(js: JetStreamClient, result: AttemptR
   }
 }
 
+/** An attempt as published: its result (with its audit entry), its stored trace, and the two encoded as one AttemptMessage. */
+export interface AttemptMessageOut {
+  result: AttemptResult
+  trace: StoredTrace
+  body: Uint8Array
+}
+
+export function attemptMessageOf(result: AttemptResult, trace: StoredTrace): AttemptMessageOut {
+  return { result, trace, body: encodeJson({ ...result, stored_trace: trace }) }
+}
+
 /**
  * Publishes an attempt: its result and stored trace as one message (AttemptMessage) when they fit in
  * `maxBytes`, else as the two messages of old, each within the bus's limit on its own. Returns how
  * many messages it took. JetStream drops a second publish of the same attempt (the same msg id).
  */
-export async function publishAttempt(js: JetStreamClient, result: AttemptResult, trace: StoredTrace, maxBytes: number, republish?: number): Promise<{ messages: 1 | 2 }> {
-  const body = encodeJson({ ...result, stored_trace: trace })
+export async function publishAttempt(js: JetStreamClient, message: AttemptMessageOut, maxBytes: number, republish?: number): Promise<{ messages: 1 | 2 }> {
+  const { result, trace, body } = message
   if (body.byteLength > maxBytes) {
     await Promise.all([publishStoredTrace(js, trace, republish), publishAttemptResult(js, result, republish)])
     return { messages: 2 }

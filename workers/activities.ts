@@ -7,10 +7,10 @@ import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { busMaxPayload, publishAttempt, publishProgress, publishRunRecord } from '../store/bus.js'
+import { attemptMessageOf, busMaxPayload, publishAttempt, publishProgress, publishRunRecord } from '../store/bus.js'
 import { auditEntryOf } from '../core/audit.js'
 import { attemptRefText } from '../core/completeness.js'
-import type { RunPlan, RunRecord } from '../core/contracts/index.js'
+import type { AttemptResult, RunPlan, RunRecord, StoredTrace } from '../core/contracts/index.js'
 import { canonicalJson } from '../core/faults.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import { attemptAuditRows } from '../store/audit.js'
@@ -22,7 +22,7 @@ import { PriceTableError } from '../engine/llm/errors.js'
 import { loadPriceTable } from '../engine/llm/price-table.js'
 import type { Logger } from '../engine/logger.js'
 import { loadSuiteCached } from '../engine/suite-loader.js'
-import { storedTraceOf } from '../engine/trace-store.js'
+import { STORED_TRACE_MAX_BYTES, storedTraceOf } from '../engine/trace-store.js'
 import { fitAttemptResult } from '../engine/message-fit.js'
 import { MESSAGE_HEADROOM_BYTES } from '../core/message-size.js'
 import { logAttempt } from '../engine/attempt-log.js'
@@ -99,15 +99,23 @@ export function createActivities(deps: ActivityDeps): RunActivities {
     // a cancelled attempt (its run was cancelled) is not a sample: its agent was stopped, nothing is published
     if (cancellation?.aborted === true) throw cancellation.reason
     const { grading } = execution
-    // a result over the bus's max_payload would be refused and lost: cut it (with markers) to fit
     const maxPayload = busMaxPayload(deps.nc)
-    const graded = fitAttemptResult({ ...execution.result, metrics: grading.metrics, judgement: grading.judgement }, maxPayload)
-    const storedTrace = storedTraceOf(execution.result, execution.trace, grading.env, now())
+    const storedAt = now()
     // the content hash of what is stored, over the rows the ingester will insert; a judge worker that runs tier 2 replaces the judgement
     const judgementReplaced = input.judge !== undefined && grading.judge?.golden_divergence === true
-    const result = { ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, storedTrace, !judgementReplaced)) }
+    const messageOf = (graded: AttemptResult, trace: StoredTrace) =>
+      attemptMessageOf({ ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, trace, !judgementReplaced)) }, trace)
+    const whole = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
+    // encoded once, uncut: when the pair fits in one message and under the stored trace's limit, neither
+    // part can be over its own limit, so nothing would be cut (nearly every attempt)
+    let message = messageOf(whole, storedTraceOf(execution.result, execution.trace, grading.env, storedAt, Number.POSITIVE_INFINITY))
+    if (message.body.byteLength > Math.min(STORED_TRACE_MAX_BYTES, maxPayload - MESSAGE_HEADROOM_BYTES)) {
+      // a result over the bus's max_payload would be refused and lost: cut it and the trace (with markers) to fit
+      message = messageOf(fitAttemptResult(whole, maxPayload), storedTraceOf(execution.result, execution.trace, grading.env, storedAt))
+    }
+    const { result, trace: storedTrace } = message
     // one message when result and trace fit together, acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid
-    await publishAttempt(deps.js, result, storedTrace, maxPayload - MESSAGE_HEADROOM_BYTES, input.republish)
+    await publishAttempt(deps.js, message, maxPayload - MESSAGE_HEADROOM_BYTES, input.republish)
     logAttempt(deps.logger, storedTrace, result)
     deps.otlp?.add(storedTrace, result)
     publishProgress(deps.nc, input.run_id, {

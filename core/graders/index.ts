@@ -90,7 +90,18 @@ function toPath(path: readonly PropertyKey[]): (string | number)[] {
   return path.map((segment) => (typeof segment === 'number' ? segment : String(segment)))
 }
 
-function parseConfig(spec: GraderSpec): { ok: true; grader: GraderDefinition<any>; config: unknown } | { ok: false; problems: GraderSpecProblem[] } {
+type ParsedConfig = { ok: true; grader: GraderDefinition<any>; config: unknown } | { ok: false; problems: GraderSpecProblem[] }
+
+/** A suite's specs are parsed once, not on every attempt (they are the loaded suite's objects, never changed after loading). */
+const parsedConfigs = new WeakMap<GraderSpec, ParsedConfig>()
+
+function parseConfig(spec: GraderSpec): ParsedConfig {
+  let parsed = parsedConfigs.get(spec)
+  if (parsed === undefined) parsedConfigs.set(spec, (parsed = parseConfigOnce(spec)))
+  return parsed
+}
+
+function parseConfigOnce(spec: GraderSpec): ParsedConfig {
   const { type, ...config } = spec
   const grader = graders.get(type)
   if (grader === undefined) {

@@ -11,9 +11,11 @@ import { PriceTableError } from './errors.js'
 
 const cache = new Map<string, Promise<PriceTable>>()
 
-/** The price table shipped with Forge. */
+let defaultPath: string | undefined
+
+/** The price table shipped with Forge (found once: every attempt asks, and finding the package root reads the disk). */
 export function defaultPriceTablePath(): string {
-  return path.join(packageRoot(), 'prices', 'default.yaml')
+  return (defaultPath ??= path.join(packageRoot(), 'prices', 'default.yaml'))
 }
 
 /** The price table at `file` (default: Forge's own), validated; throws PriceTableError naming the problem. */

@@ -5,13 +5,16 @@ import { StoredTrace, type AttemptResult } from '../../core/contracts/index.js'
 import { attemptKeyOf } from '../../core/identity.js'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { openReader } from '../../app/store-access.js'
-import { connectBus, encodeJson, jetstream, publishAttempt, publishAttemptResult, publishResult, readStoredTrace, RESULTS_STREAM, subjects, type NatsConnection } from '../../store/bus.js'
+import { attemptMessageOf, connectBus, encodeJson, jetstream, publishAttempt, publishAttemptResult, publishResult, readStoredTrace, RESULTS_STREAM, subjects, type NatsConnection } from '../../store/bus.js'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { createActivities } from '../../workers/activities.js'
 import type { AttemptBatchInput, AttemptSummary } from '../../workers/activity-types.js'
 import { createLogger } from '../../engine/logger.js'
+import { LIMITS } from '../../engine/attempt-runner.js'
 import { packageRoot } from '../../stack/paths.js'
 import { join } from 'node:path'
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { startTestStack, type TestStack } from '../helpers/stack.js'
 
 let stack: TestStack
@@ -280,14 +283,14 @@ describe("an attempt's one message: its result with its trace inside (issue 15)"
     const template = StoredTrace.parse(await readStoredTrace(nc, uidOf('two-msg-template')))
     const result = attempt('two-msg', 'echo_greeting', 0)
     const trace = { ...template, ...attemptKeyOf(result) }
-    expect(await publishAttempt(jetstream(nc), result, trace, 2_000)).toEqual({ messages: 2 })
+    expect(await publishAttempt(jetstream(nc), attemptMessageOf(result, trace), 2_000)).toEqual({ messages: 2 })
     expect(await held(subjects.attemptOf(result.attempt_uid), subjects.trace(result.attempt_uid))).toEqual([0, 1])
     expect(await waitForRows('two-msg', 1)).toEqual({ final: 1, uids: 1 })
     expect(await waitForTraces('two-msg', 1)).toBe(1)
     expect(StoredTrace.parse(await readStoredTrace(nc, result.attempt_uid)).attempt_uid).toBe(result.attempt_uid)
     // the same pair within the limit: one message
     const fits = attempt('two-msg', 'echo_greeting', 1)
-    expect(await publishAttempt(jetstream(nc), fits, { ...template, ...attemptKeyOf(fits) }, 1_000_000)).toEqual({ messages: 1 })
+    expect(await publishAttempt(jetstream(nc), attemptMessageOf(fits, { ...template, ...attemptKeyOf(fits) }), 1_000_000)).toEqual({ messages: 1 })
     expect(await waitForRows('two-msg', 2)).toEqual({ final: 2, uids: 2 })
   })
 
@@ -304,10 +307,47 @@ describe("an attempt's one message: its result with its trace inside (issue 15)"
     // a's result and trace, filed under b's subject (it would hide b's trace from the judge)
     await publishResult(js, subjects.attemptOf(b.attempt_uid), { ...a, stored_trace: { ...template, ...attemptKeyOf(a) } }, 'mixed-2', a.run_id)
     const good = attempt('mixed-msg', 'c', 0)
-    await publishAttempt(js, good, { ...template, ...attemptKeyOf(good) }, 1_000_000)
+    await publishAttempt(js, attemptMessageOf(good, { ...template, ...attemptKeyOf(good) }), 1_000_000)
     expect(await waitForRows('mixed-msg', 1)).toEqual({ final: 1, uids: 1 })
     expect(await waitForTraces('mixed-msg', 1)).toBe(1)
     const rejected = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
     expect(rejected - rejectedBefore).toBe(2)
+  })
+})
+
+describe('an attempt too big to go whole (issue 15)', () => {
+  it('cuts the stored trace to its limit (marked), keeps the result as the attempt made it, and sends the pair as one message once it fits', async () => {
+    const suite = mkdtempSync(join(tmpdir(), 'forge-big-'))
+    cpSync(join(packageRoot(), 'suites', 'smoke'), suite, { recursive: true })
+    const task = join(suite, 'tasks', 'echo_greeting.yaml')
+    // the echo tool answers with the message: a 1.2 MB answer, over the stored trace's 960 KiB
+    writeFileSync(task, readFileSync(task, 'utf8').replace('message: hello forge', `message: "${'x'.repeat(1_200_000)}"`))
+    const activities = createActivities({ nc, js: jetstream(nc), workerId: 'big', logger: createLogger('test') })
+    await activities.runAttempt({ run_id: 'big-msg', config_id: 'c0', suite: 'smoke', suite_path: suite, adapter: 'mock', adapter_config: { skill: 1 }, seed: 'x', task_id: 'echo_greeting', attempt: 0 })
+    const uid = 'big-msg/c0/echo_greeting/0'
+    const info = await (await jetstreamManager(nc)).streams.info(RESULTS_STREAM, { subjects_filter: 'forge.results.>' })
+    const bySubject = (info.state.subjects ?? {}) as Record<string, number>
+    expect([bySubject[subjects.attemptOf(uid)] ?? 0, bySubject[subjects.trace(uid)] ?? 0]).toEqual([1, 0])
+    const trace = StoredTrace.parse(await readStoredTrace(nc, uid))
+    expect(trace.truncated).toContain('output')
+    expect(await waitForRows('big-msg', 1)).toEqual({ final: 1, uids: 1 })
+    const reader = await openReader(stack.config)
+    try {
+      const read = () =>
+        reader.query<{ output: string; truncated: string[] }>(
+          'SELECT length(a.output) AS output, t.truncated AS truncated FROM attempts AS a FINAL INNER JOIN traces AS t FINAL ON t.attempt_uid = a.attempt_uid WHERE a.run_id = {run:String}',
+          { run: 'big-msg' },
+        )
+      let rows = await read()
+      // the trace row goes in with the grading rows, up to half a second after the attempt row
+      for (let i = 0; i < 100 && rows.length === 0; i++) {
+        await sleep(100)
+        rows = await read()
+      }
+      // the attempt's own output limit (16 KiB), nothing cut beyond it
+      expect(rows.map((r) => ({ output: Number(r.output) >= LIMITS.outputBytes, truncated: r.truncated.includes('output') }))).toEqual([{ output: true, truncated: true }])
+    } finally {
+      await reader.close()
+    }
   })
 })

@@ -3,11 +3,13 @@ import * as contracts from '../../core/contracts/index.js'
 
 /**
  * The names core/contracts/index.ts exported when it was one 628-line file (before the split by
- * domain), plus the fault contracts (issue 13). ~110 files import from the index, so it must keep exporting exactly these.
+ * domain), plus the fault contracts (issue 13) and the attempt message (issue 15). ~110 files import from the index, so it must keep exporting exactly these.
  */
 const RUNTIME_NAMES = [
   'AgentTrace',
   'AttemptKey',
+  // issue 15: an attempt's one message (result with its stored trace)
+  'AttemptMessage',
   'AttemptRegrade',
   'AttemptResult',
   // issue 11: the audit trail's messages
