@@ -29,7 +29,7 @@ export interface InProcessReport {
   cpu_s: number
   /** attempts by outcome (what the activities returned) */
   outcomes: Record<string, number>
-  /** messages the activities would have published (results stream: result + stored trace each) and their bytes */
+  /** messages the activities would have published (results stream: one per attempt, its result with its stored trace) and their bytes */
   published: { messages: number; bytes: number }
 }
 
