@@ -88,6 +88,27 @@ async function waitForRows(runId: string, expected: number): Promise<{ final: nu
   return counts
 }
 
+/** an attempt of the smoke suite's echo_greeting, as a shard hands it to the attempt activity */
+const echoInput = (runId: string, overrides: { suite_path?: string; adapter_config?: Record<string, unknown> } = {}) => ({
+  run_id: runId,
+  config_id: 'c0',
+  suite: 'smoke',
+  suite_path: join(packageRoot(), 'suites', 'smoke'),
+  adapter: 'mock',
+  adapter_config: {},
+  seed: 'x',
+  task_id: 'echo_greeting',
+  attempt: 0,
+  ...overrides,
+})
+
+/** messages the results stream holds on each of the given subjects */
+async function held(...names: string[]): Promise<number[]> {
+  const info = await (await jetstreamManager(nc)).streams.info(RESULTS_STREAM, { subjects_filter: 'forge.results.>' })
+  const bySubject = (info.state.subjects ?? {}) as Record<string, number>
+  return names.map((name) => bySubject[name] ?? 0)
+}
+
 describe('ingest', () => {
   it('drops a second publish with the same attempt_uid at JetStream', async () => {
     const js = jetstream(nc)
@@ -120,17 +141,7 @@ describe('ingest', () => {
 
   it('stores one row when an attempt activity executes twice (at-least-once delivery)', async () => {
     const activities = createActivities({ nc, js: jetstream(nc), workerId: 'twice', logger: createLogger('test') })
-    const input = {
-      run_id: 'twice',
-      config_id: 'c0',
-      suite: 'smoke',
-      suite_path: join(packageRoot(), 'suites', 'smoke'),
-      adapter: 'mock',
-      adapter_config: {},
-      seed: 'x',
-      task_id: 'echo_greeting',
-      attempt: 0,
-    }
+    const input = echoInput('twice')
     const first = await activities.runAttempt(input)
     const second = await activities.runAttempt(input)
     expect(second).toEqual(first)
@@ -226,25 +237,7 @@ describe('a batch activity with attempt lanes (issue 15)', () => {
 })
 
 describe("an attempt's one message: its result with its trace inside (issue 15)", () => {
-  const input = (runId: string) => ({
-    run_id: runId,
-    config_id: 'c0',
-    suite: 'smoke',
-    suite_path: join(packageRoot(), 'suites', 'smoke'),
-    adapter: 'mock',
-    adapter_config: {},
-    seed: 'x',
-    task_id: 'echo_greeting',
-    attempt: 0,
-  })
   const uidOf = (runId: string) => `${runId}/c0/echo_greeting/0`
-
-  /** messages the results stream holds per subject, of the given subjects */
-  async function held(...names: string[]): Promise<number[]> {
-    const info = await (await jetstreamManager(nc)).streams.info(RESULTS_STREAM, { subjects_filter: 'forge.results.>' })
-    const bySubject = (info.state.subjects ?? {}) as Record<string, number>
-    return names.map((name) => bySubject[name] ?? 0)
-  }
 
   async function storedTraces(runId: string): Promise<number> {
     const reader = await openReader(stack.config)
@@ -267,7 +260,7 @@ describe("an attempt's one message: its result with its trace inside (issue 15)"
 
   it('an attempt activity publishes one message, on its own subject; the ingester stores its row and its trace, and the judge reads the trace back by uid', async () => {
     const activities = createActivities({ nc, js: jetstream(nc), workerId: 'one-message', logger: createLogger('test') })
-    await activities.runAttempt(input('one-msg'))
+    await activities.runAttempt(echoInput('one-msg'))
     const uid = uidOf('one-msg')
     expect(await held(subjects.attemptOf(uid), subjects.trace(uid))).toEqual([1, 0])
     expect(await waitForRows('one-msg', 1)).toEqual({ final: 1, uids: 1 })
@@ -279,7 +272,7 @@ describe("an attempt's one message: its result with its trace inside (issue 15)"
 
   it('a result and trace too big for one message travel as two, each stored, the trace still read back by uid', async () => {
     const activities = createActivities({ nc, js: jetstream(nc), workerId: 'template', logger: createLogger('test') })
-    await activities.runAttempt(input('two-msg-template'))
+    await activities.runAttempt(echoInput('two-msg-template'))
     const template = StoredTrace.parse(await readStoredTrace(nc, uidOf('two-msg-template')))
     const result = attempt('two-msg', 'echo_greeting', 0)
     const trace = { ...template, ...attemptKeyOf(result) }
@@ -296,7 +289,7 @@ describe("an attempt's one message: its result with its trace inside (issue 15)"
 
   it("rejects a signed message whose trace is another attempt's, or that sits under another attempt's subject, and stores the good one after them", async () => {
     const activities = createActivities({ nc, js: jetstream(nc), workerId: 'template', logger: createLogger('test') })
-    await activities.runAttempt(input('mixed-msg-template'))
+    await activities.runAttempt(echoInput('mixed-msg-template'))
     const template = StoredTrace.parse(await readStoredTrace(nc, uidOf('mixed-msg-template')))
     const rejectedBefore = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
     const js = jetstream(nc)
@@ -323,11 +316,9 @@ describe('an attempt too big to go whole (issue 15)', () => {
     // the echo tool answers with the message: a 1.2 MB answer, over the stored trace's 960 KiB
     writeFileSync(task, readFileSync(task, 'utf8').replace('message: hello forge', `message: "${'x'.repeat(1_200_000)}"`))
     const activities = createActivities({ nc, js: jetstream(nc), workerId: 'big', logger: createLogger('test') })
-    await activities.runAttempt({ run_id: 'big-msg', config_id: 'c0', suite: 'smoke', suite_path: suite, adapter: 'mock', adapter_config: { skill: 1 }, seed: 'x', task_id: 'echo_greeting', attempt: 0 })
+    await activities.runAttempt(echoInput('big-msg', { suite_path: suite, adapter_config: { skill: 1 } }))
     const uid = 'big-msg/c0/echo_greeting/0'
-    const info = await (await jetstreamManager(nc)).streams.info(RESULTS_STREAM, { subjects_filter: 'forge.results.>' })
-    const bySubject = (info.state.subjects ?? {}) as Record<string, number>
-    expect([bySubject[subjects.attemptOf(uid)] ?? 0, bySubject[subjects.trace(uid)] ?? 0]).toEqual([1, 0])
+    expect(await held(subjects.attemptOf(uid), subjects.trace(uid))).toEqual([1, 0])
     const trace = StoredTrace.parse(await readStoredTrace(nc, uid))
     expect(trace.truncated).toContain('output')
     expect(await waitForRows('big-msg', 1)).toEqual({ final: 1, uids: 1 })
