@@ -450,10 +450,9 @@ function parseMessage(msg: JsMsg): Parsed {
     const r = AttemptMessage.safeParse(data)
     if (!r.success) return { ok: false, error: summarizeIssues(r.error.issues) }
     const { stored_trace: trace, ...attempt } = r.data
+    if (trace.attempt_uid !== attempt.attempt_uid) return { ok: false, error: `stored_trace.attempt_uid: attempt ${attempt.attempt_uid} carries the trace of ${trace.attempt_uid}` }
     // the subject names the attempt: a message filed under another attempt's subject would hide that one's trace from the judge
-    if (msg.subject !== subjects.attemptOf(attempt.attempt_uid) || trace.attempt_uid !== attempt.attempt_uid) {
-      return { ok: false, error: `the message of attempt ${attempt.attempt_uid} (stored_trace of ${trace.attempt_uid}) is not on that attempt's subject` }
-    }
+    if (msg.subject !== subjects.attemptOf(attempt.attempt_uid)) return { ok: false, error: `attempt ${attempt.attempt_uid} is not on its own subject ${subjects.attemptOf(attempt.attempt_uid)}` }
     return { ok: true, kind: 'attempt', value: attempt, trace }
   }
   if (msg.subject === subjects.baseline) {

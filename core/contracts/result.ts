@@ -85,7 +85,6 @@ export const StoredTrace = AttemptKey.extend({
 })
 export type StoredTrace = z.infer<typeof StoredTrace>
 
-
 /**
  * An attempt's one message (subject `forge.results.attempt.<key>`): its result with its stored trace
  * inside, so an attempt costs one publish, one stored message and one delivery. A pair too big for one
