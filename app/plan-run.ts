@@ -35,12 +35,15 @@ import { openReader } from './store-access.js'
 export const ATTEMPTS_PER_ACTIVITY = 10
 
 /**
- * Attempts one activity runs at once on workers of `concurrency` attempt slots (RunPlan.attempt_lanes):
- * a 1,000-attempt run of fast attempts is then 10 activities rather than 100, and each activity cost
- * Temporal and the worker ~10 ms of CPU (issue 15).
+ * Attempts one activity runs at once on worker processes of `slots` attempt slots each
+ * (RunPlan.attempt_lanes): a 1,000-attempt run of fast attempts is then 10 activities rather than
+ * 100, and each activity cost Temporal and the worker ~10 ms of CPU (issue 15). The largest divisor of
+ * `slots` up to 10: a worker reserves its slots a batch's lanes at a time (workers/lane-slots.ts), so
+ * lanes that divide them leave none unused (32 slots: 8 lanes; a prime number of slots over 10: 1).
  */
-export function attemptLanesFor(concurrency: number): number {
-  return Math.max(1, Math.min(MAX_ATTEMPT_LANES, concurrency))
+export function attemptLanesFor(slots: number): number {
+  for (let lanes = Math.min(MAX_ATTEMPT_LANES, slots); lanes > 1; lanes--) if (slots % lanes === 0) return lanes
+  return 1
 }
 const MAX_ATTEMPT_LANES = 10
 

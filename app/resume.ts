@@ -16,7 +16,7 @@ import { superviseStack } from '../stack/supervisor.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import type { RunWorkflow, RunWorkflowInput } from '../workflows/run.js'
 import { awaitRunResult, followProgress, reportRun, type RunEvent, type RunReport } from './run.js'
-import { startWorkerPool, workerLayoutNote, type WorkerPool } from './worker-pool.js'
+import { maxLocalWorkerProcesses, startWorkerPool, workerLayout, workerLayoutNote, type WorkerPool } from './worker-pool.js'
 import { runEndpoints, watchFleetWorkers } from './fleet-workers.js'
 
 export interface ResumeOptions {
@@ -53,6 +53,9 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
     const progress = followProgress(nc, plan.run_id, plan.task_ids, plan.attempts, onEvent)
     if (running && opts.workers === 0) fleet = watchFleetWorkers(client, config, onEvent)
     if (running && opts.workers > 0) {
+      const maxProcesses = maxLocalWorkerProcesses()
+      const slots = workerLayout(opts.workers, opts.concurrency, maxProcesses).concurrency
+      const lanes = plan.attempt_lanes ?? 1
       pool = startWorkerPool({
         count: opts.workers,
         temporalAddress: endpoints.temporalAddress,
@@ -60,6 +63,9 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
         namespace: config.temporal.namespace,
         taskQueue: config.temporal.taskQueue,
         concurrency: opts.concurrency,
+        maxProcesses,
+        // the run's batches reserve their lanes (all the slots, when there are fewer)
+        attemptLanes: Math.min(lanes, slots),
         logDir: join(config.home, 'logs'),
         runId: plan.run_id,
         onRestart: ({ slot, pid, exit }) => onEvent({ kind: 'stack', message: `worker ${slot} died (${exit}); started again as pid ${pid}` }),

@@ -24,7 +24,7 @@ import type { RunConfigInput } from './run-config.js'
 import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
-import { maxLocalWorkerProcesses, startWorkerPool, workerLayoutNote } from './worker-pool.js'
+import { maxLocalWorkerProcesses, startWorkerPool, workerLayout, workerLayoutNote } from './worker-pool.js'
 import { adoptWarmWorkers, discardPreforked, preforkWorkers } from './worker-prefork.js'
 import { runWorkflowHost } from './workflow-host.js'
 import { refuseLocalModelWithoutWorkers, runEndpoints, watchFleetWorkers } from './fleet-workers.js'
@@ -106,8 +106,10 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
   if (run.run_id !== undefined) await withReader(config, (reader) => refuseReusedRunId(reader, planned.run_id))
   const modelServer = await startRunModelServer(config, localModel, (message) => onEvent({ kind: 'stack', message }))
   const concurrency = localModelConcurrency(run.concurrency, run.workers, modelServer.parallel, planned.adapter_config['model'])
-  // workers Forge starts here have `concurrency` attempt slots each: an attempt activity may run several attempts at once
-  const lanes = run.workers === 0 ? 1 : attemptLanesFor(concurrency)
+  // the worker processes Forge starts here have `layout.concurrency` attempt slots each: an attempt
+  // activity may run several attempts at once, and each of them reserves that many slots to poll
+  const maxProcesses = maxLocalWorkerProcesses()
+  const lanes = run.workers === 0 ? 1 : attemptLanesFor(workerLayout(run.workers, concurrency, maxProcesses).concurrency)
   const plan: RunPlan = lanes > 1 ? { ...planned, attempt_lanes: lanes } : planned
   if (concurrency < run.concurrency) onEvent({ kind: 'stack', message: `${concurrency} attempt(s) at once per worker: the model server generates ${modelServer.parallel} at once (FORGE_MODEL_PARALLEL)` })
   const nc = await connectBus(endpoints.natsUrl, 'forge-run')
@@ -128,6 +130,8 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     concurrency,
+    maxProcesses,
+    attemptLanes: lanes,
     logDir: join(config.home, 'logs'),
     runId: plan.run_id,
     onRestart: ({ slot, pid, exit }) => onEvent({ kind: 'stack', message: `worker ${slot} died (${exit}); started again as pid ${pid}` }),

@@ -34,6 +34,8 @@ export interface WorkerPoolOptions {
   namespace: string
   taskQueue: string
   concurrency: number
+  /** attempts one batch activity of the run runs at once (RunPlan.attempt_lanes, a divisor of each process's slots; default 1) */
+  attemptLanes?: number
   logDir: string
   runId: string
   /** a worker died and was started again in its slot */
@@ -84,6 +86,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       taskQueue: opts.taskQueue,
       workerId: `${opts.runId}-w${slot}`,
       workerConcurrency: layout.concurrency,
+      workerAttemptLanes: opts.attemptLanes ?? 1,
       exitWithParent: true,
       workerRunId: opts.runId,
     }),

@@ -23,7 +23,7 @@ export interface ForgeConfig {
   binaries: { temporal: string | undefined; natsServer: string | undefined }
   /** a worker process (workers/worker-process.ts) */
   /** `runId`: the run a `forge run` worker serves; when its parent is gone it keeps going until that run ended */
-  worker: { id: string | undefined; concurrency: number; exitWithParent: boolean; role: 'all' | 'attempts' | 'judge'; shutdownGraceMs: number; runId: string | undefined }
+  worker: { id: string | undefined; concurrency: number; attemptLanes: number; exitWithParent: boolean; role: 'all' | 'attempts' | 'judge'; shutdownGraceMs: number; runId: string | undefined }
   /** /healthz, /readyz and /metrics of workers and the ingester; undefined: no endpoint */
   healthPort: number | undefined
   /** the OTLP/HTTP collector workers export spans to live; undefined: none */
@@ -61,7 +61,7 @@ function configOf(s: ForgeSettings, cwd: string): ForgeConfig {
     clickhouseUrl: s.clickhouseUrl,
     storePath: s.storePath === undefined ? resolve(home, 'store') : resolve(cwd, s.storePath),
     binaries: { temporal: s.temporalBin, natsServer: s.natsBin },
-    worker: { id: s.workerId, concurrency: s.workerConcurrency, exitWithParent: s.exitWithParent, role: s.workerRole, shutdownGraceMs: s.shutdownGraceMs, runId: s.workerRunId },
+    worker: { id: s.workerId, concurrency: s.workerConcurrency, attemptLanes: s.workerAttemptLanes, exitWithParent: s.exitWithParent, role: s.workerRole, shutdownGraceMs: s.shutdownGraceMs, runId: s.workerRunId },
     healthPort: s.healthPort,
     otlpUrl: s.otlpUrl,
     natsStreamReplicas: s.natsStreamReplicas,

@@ -124,6 +124,13 @@ export const SETTINGS = {
     defaultText: '100',
     schema: wholeNumber(1, 10_000),
   }),
+  workerAttemptLanes: define({
+    variable: 'FORGE_WORKER_ATTEMPT_LANES',
+    description: "Attempts one batch activity runs at once on a worker process: its activity polls reserve that many of its attempt slots (set by forge run for the workers it starts; at most FORGE_WORKER_CONCURRENCY, and a divisor of it leaves no slot unused)",
+    fallback: 1,
+    defaultText: '1',
+    schema: wholeNumber(1, 100),
+  }),
   localWorkerProcesses: define({
     variable: 'FORGE_LOCAL_WORKER_PROCESSES',
     description: 'At most this many worker processes for a local forge run; more --workers become attempt slots in them (0: the larger of 4 and the CPU count)',

@@ -1,6 +1,6 @@
 /** Bootstraps one attempt worker process: a Temporal worker whose activities publish to NATS. */
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client'
-import { NativeConnection, Worker } from '@temporalio/worker'
+import { NativeConnection, Worker, type WorkerOptions as TemporalWorkerOptions } from '@temporalio/worker'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
@@ -12,6 +12,7 @@ import { createOtlpExporter } from './otlp-exporter.js'
 import { busReader } from '../store/bus-reader.js'
 import { directReader, openClickHouse } from '../store/clickhouse.js'
 import { createActivities } from './activities.js'
+import { LaneSlots, laneSlotSupplier } from './lane-slots.js'
 import { createReconcileActivities } from './reconcile.js'
 import { createJudgeActivities } from './judge/activities.js'
 import type { LogLevel } from '../config/index.js'
@@ -30,6 +31,12 @@ export interface WorkerOptions {
   clickhouseUrl?: string
   /** attempts this process runs at once (FORGE_WORKER_CONCURRENCY) */
   concurrency: number
+  /**
+   * attempts one batch activity of the runs this worker serves runs at once (FORGE_WORKER_ATTEMPT_LANES,
+   * set by `forge run` for the workers it starts; at most `concurrency`): activity polls then reserve
+   * that many attempt slots each (workers/lane-slots.ts). Absent or 1: one slot per activity.
+   */
+  attemptLanes?: number
   /** exit when the parent process (a `forge run`) goes away (with `runId`: once that run has ended) */
   exitWithParent?: boolean
   /** the run a `forge run` started this worker for */
@@ -62,6 +69,24 @@ export interface WorkerOptions {
   parentGone?: Promise<void>
   /** TLS / API key of a Temporal cluster (stack/temporal-connection.ts) */
   temporalConnection?: { tls?: boolean | { serverNameOverride?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } }; apiKey?: string }
+}
+
+/**
+ * The attempt worker's activity slots: `concurrency` activities at once, or — when its runs' batch
+ * activities run several attempts at once — `concurrency` attempts, reserved a batch's lanes at a time.
+ */
+function activitySlotOptions(concurrency: number, lanes: number): Pick<TemporalWorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'tuner'> {
+  if (lanes <= 1) return { maxConcurrentActivityTaskExecutions: concurrency }
+  // this worker polls activities only: the other kinds of slot never fill
+  const one = { type: 'fixed-size', numSlots: 1 } as const
+  return {
+    tuner: {
+      activityTaskSlotSupplier: laneSlotSupplier(new LaneSlots(concurrency, lanes)),
+      workflowTaskSlotSupplier: { type: 'fixed-size', numSlots: 2 },
+      localActivityTaskSlotSupplier: one,
+      nexusTaskSlotSupplier: one,
+    },
+  }
 }
 
 export async function runWorker(opts: WorkerOptions): Promise<void> {
@@ -101,7 +126,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       ...opts.extraActivities?.({ nc, js: jetstream(nc) }),
     },
     interceptors: { activity: [telemetry.interceptor] },
-    maxConcurrentActivityTaskExecutions: opts.concurrency,
+    ...activitySlotOptions(opts.concurrency, opts.attemptLanes ?? 1),
     shutdownGraceTime,
   })
   // the workflows (run, shard, sweep) on the same queue come from a second worker, created once the attempt

@@ -142,6 +142,10 @@ function main(channel: Channel = {}): void {
     }
     const { address: _address, ...temporalConnection } = temporalConnectOptions(address)
     const role = config.worker.role
+    const { concurrency, attemptLanes } = config.worker
+    if (attemptLanes > concurrency) {
+      throw new ConfigError(`FORGE_WORKER_ATTEMPT_LANES (${attemptLanes}) must not exceed FORGE_WORKER_CONCURRENCY (${concurrency}): a worker reserves its attempt slots a batch's lanes at a time`)
+    }
     runWorker({
       temporalAddress: address,
       natsUrl: config.natsUrl,
@@ -149,7 +153,8 @@ function main(channel: Channel = {}): void {
       taskQueue: config.temporal.taskQueue,
       ...(config.worker.id !== undefined ? { workerId: config.worker.id } : {}),
       ...(config.clickhouseUrl !== undefined ? { clickhouseUrl: config.clickhouseUrl } : {}),
-      concurrency: config.worker.concurrency,
+      concurrency,
+      attemptLanes,
       exitWithParent: config.worker.exitWithParent,
       ...(config.worker.runId !== undefined ? { runId: config.worker.runId } : {}),
       logLevel: config.logLevel,

@@ -22,11 +22,11 @@ const ATTEMPTS = 40
 const TASKS = 5
 const PLANNED = ATTEMPTS * TASKS
 /**
- * Attempts numbered below this run at once; the rest wait at the gate. Every attempt has a slot on
- * every worker (--concurrency is PLANNED), so held attempts never keep the others from running: a
- * worker takes batch activities (10 attempts each, 10 lanes) while it has a free activity slot, and
- * Temporal may hand one worker more of them than an even share — at PLANNED / workers slots each, a
- * worker then held attempts behind held ones and the run never reached the gate (2 runs in 5).
+ * Attempts numbered below this run at once; the rest wait at the gate. The workers' slots add up to
+ * every attempt (--concurrency: PLANNED / workers, rounded up to whole batches of 10 lanes), so held
+ * attempts never keep the others from running — as long as no worker takes more batch activities than
+ * its slots can run. Before workers reserved a batch's lanes per poll (workers/lane-slots.ts), one
+ * could, and the run then never reached the gate (2 runs in 5).
  */
 const HOLD_FROM = 8
 
@@ -76,7 +76,7 @@ function startCli(args: string[]): Cli {
 }
 
 function runArgs(runId: string, workers: number): string[] {
-  return ['run', '--suite', suite, '--attempts', String(ATTEMPTS), '--workers', String(workers), '--concurrency', String(PLANNED), '--seed', 'chaos', '--run-id', runId,
+  return ['run', '--suite', suite, '--attempts', String(ATTEMPTS), '--workers', String(workers), '--concurrency', String(Math.ceil(PLANNED / workers / 10) * 10), '--seed', 'chaos', '--run-id', runId,
     '--adapter-config', adapterConfig, '--heartbeat-timeout', '3', '--json']
 }
 

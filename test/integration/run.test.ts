@@ -2,12 +2,16 @@
  * End to end on the real embedded stack: Temporal dev server → workers → NATS JetStream →
  * ingester → chDB, statistics read back from ClickHouse.
  */
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client'
 import { fork } from 'node:child_process'
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite, type RunEvent } from '../../app/run.js'
 import { openReader } from '../../app/store-access.js'
-import { distEntry } from '../../stack/paths.js'
+import { distEntry, packageRoot } from '../../stack/paths.js'
 import { subjects } from '../../store/bus.js'
 import { startTestStack, type TestStack } from '../helpers/stack.js'
 
@@ -19,6 +23,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.down()
 })
+
+/** A pending activity's state as Temporal names it, without its enum prefix (1: SCHEDULED, 2: STARTED, …). */
+function activityState(state: number | null | undefined): string {
+  return ['UNSPECIFIED', 'SCHEDULED', 'STARTED', 'CANCEL_REQUESTED', 'PAUSED', 'PAUSE_REQUESTED'][state ?? 0] ?? String(state)
+}
 
 async function sql<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
   const reader = await openReader(stack.config)
@@ -122,6 +131,62 @@ describe('forge run on the embedded stack', () => {
       { run: report.run_id },
     )
     expect(perTask.map((r) => Number(r.n))).toEqual([attempts, attempts, attempts, attempts, attempts])
+  })
+
+  it('gives each worker only the batch activities its attempt slots can run: none held back while another worker idles (issue 15)', async () => {
+    // 2 workers × 4 slots: batches of 4 lanes; --max-in-flight 12 keeps 3 batch activities of ~14
+    // attempts pending. Every attempt waits at the gate, so the activities stay where Temporal put them.
+    // A worker that polled while it had a free activity slot took up to 4 of them (16 lanes for its
+    // 4 slots): the first worker up took all 3 and the other idled. Now a poll reserves a batch's 4
+    // slots: each worker holds exactly one batch and the third waits in Temporal for a free worker.
+    const suite = mkdtempSync(join(tmpdir(), 'forge-lanes-suite-'))
+    cpSync(join(packageRoot(), 'suites', 'smoke'), suite, { recursive: true })
+    for (const file of readdirSync(join(suite, 'tasks'))) {
+      const task = join(suite, 'tasks', file)
+      writeFileSync(task, readFileSync(task, 'utf8').replace(/max_duration_ms: \d+/, 'max_duration_ms: 600000'))
+    }
+    const gate = join(suite, 'gate')
+    writeFileSync(gate, '')
+    const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
+    const run = runSuite(stack.config, {
+      suite,
+      adapter: 'mock',
+      attempts: 8,
+      workers: 2,
+      concurrency: 4,
+      max_in_flight: 12,
+      seed: 'lanes',
+      run_id: 'lanes-held',
+      adapter_config: { hold_file: gate, hold_from: 0 },
+    })
+    run.catch(() => undefined)
+    try {
+      const shard = new Client({ connection }).workflow.getHandle('forge-run-lanes-held/shard-0')
+      let pending: { state: string; worker: string }[] = []
+      const settled = (): boolean => pending.length === 3 && pending.filter((p) => p.state === 'STARTED').length === 2
+      for (let i = 0; i < 600 && !settled(); i++) {
+        await sleep(100)
+        try {
+          const { raw } = await shard.describe()
+          pending = (raw.pendingActivities ?? []).map((a) => ({ state: activityState(a.state), worker: a.lastWorkerIdentity ?? '' }))
+        } catch (error) {
+          if (!(error instanceof WorkflowNotFoundError)) throw error
+        }
+      }
+      const started = pending.filter((p) => p.state === 'STARTED')
+      expect(pending.map((p) => p.state).sort()).toEqual(['SCHEDULED', 'STARTED', 'STARTED'])
+      expect(new Set(started.map((p) => p.worker))).toEqual(new Set(['lanes-held-w0', 'lanes-held-w1']))
+    } finally {
+      rmSync(gate, { force: true })
+    }
+    const report = await run
+    await connection.close()
+    rmSync(suite, { recursive: true, force: true })
+    expect({ status: report.status, expected: report.expected_attempts, not_executed: report.not_executed }).toEqual({ status: 'completed', expected: 40, not_executed: 0 })
+    const perWorker = await sql<{ worker_id: string; n: string }>(
+      "SELECT worker_id, count() AS n FROM attempts FINAL WHERE run_id = 'lanes-held' GROUP BY worker_id ORDER BY worker_id",
+    )
+    expect(perWorker.map((r) => r.worker_id)).toEqual(['lanes-held-w0', 'lanes-held-w1'])
   })
 
   it('cancels the run when its signal aborts (Ctrl-C), recording it as cancelled and keeping what finished', async () => {

@@ -15,7 +15,7 @@ const defaults: ForgeConfig = {
   clickhouseUrl: undefined,
   storePath: '/work/.forge/store',
   binaries: { temporal: undefined, natsServer: undefined },
-  worker: { id: undefined, concurrency: 100, exitWithParent: false, role: 'all', shutdownGraceMs: 5000, runId: undefined },
+  worker: { id: undefined, concurrency: 100, attemptLanes: 1, exitWithParent: false, role: 'all', shutdownGraceMs: 5000, runId: undefined },
   healthPort: undefined,
   otlpUrl: undefined,
   natsStreamReplicas: 1,
@@ -54,6 +54,7 @@ describe('resolveConfig', () => {
       FORGE_NATS_BIN: '/opt/nats-server',
       FORGE_WORKER_ID: 'w-1',
       FORGE_WORKER_CONCURRENCY: '200',
+      FORGE_WORKER_ATTEMPT_LANES: '10',
       FORGE_EXIT_WITH_PARENT: '1',
       FORGE_JUDGE_WORKER: '0',
       FORGE_JUDGE_RATE: '2.5',
@@ -77,7 +78,7 @@ describe('resolveConfig', () => {
       clickhouseUrl: 'http://clickhouse:8123',
       storePath: '/data/chdb',
       binaries: { temporal: '/opt/temporal', natsServer: '/opt/nats-server' },
-      worker: { id: 'w-1', concurrency: 200, exitWithParent: true, role: 'all', shutdownGraceMs: 5000, runId: undefined },
+      worker: { id: 'w-1', concurrency: 200, attemptLanes: 10, exitWithParent: true, role: 'all', shutdownGraceMs: 5000, runId: undefined },
       healthPort: undefined,
       otlpUrl: 'http://collector:4318',
       natsStreamReplicas: 1,
@@ -184,13 +185,13 @@ describe('reportSettings (forge config)', () => {
 
 describe('settingsEnv', () => {
   it('writes settings as the variables a child process reads back', () => {
-    const env = settingsEnv({ temporalAddress: '127.0.0.1:7233', natsUrl: 'nats://127.0.0.1:4222', workerConcurrency: 20, exitWithParent: true, clickhouseUrl: undefined })
-    expect(env).toEqual({ FORGE_TEMPORAL_ADDRESS: '127.0.0.1:7233', FORGE_NATS_URL: 'nats://127.0.0.1:4222', FORGE_WORKER_CONCURRENCY: '20', FORGE_EXIT_WITH_PARENT: '1' })
+    const env = settingsEnv({ temporalAddress: '127.0.0.1:7233', natsUrl: 'nats://127.0.0.1:4222', workerConcurrency: 20, workerAttemptLanes: 5, exitWithParent: true, clickhouseUrl: undefined })
+    expect(env).toEqual({ FORGE_TEMPORAL_ADDRESS: '127.0.0.1:7233', FORGE_NATS_URL: 'nats://127.0.0.1:4222', FORGE_WORKER_CONCURRENCY: '20', FORGE_WORKER_ATTEMPT_LANES: '5', FORGE_EXIT_WITH_PARENT: '1' })
     const back = resolveConfig(env, '/work')
     expect({ address: back.temporal.address, nats: back.natsUrl, worker: back.worker }).toEqual({
       address: '127.0.0.1:7233',
       nats: 'nats://127.0.0.1:4222',
-      worker: { id: undefined, concurrency: 20, exitWithParent: true, role: 'all', shutdownGraceMs: 5000, runId: undefined },
+      worker: { id: undefined, concurrency: 20, attemptLanes: 5, exitWithParent: true, role: 'all', shutdownGraceMs: 5000, runId: undefined },
     })
   })
 })
