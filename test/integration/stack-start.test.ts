@@ -8,17 +8,20 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { jetstream, jetstreamManager } from '@nats-io/jetstream'
 import { afterAll, describe, expect, it } from 'vitest'
 import { resolveConfig } from '../../config/index.js'
 import { findBinary } from '../../stack/binaries.js'
 import { readStackState, stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
+import { connectBus, RESULTS_STREAM } from '../../store/bus.js'
 import { gone } from '../helpers/processes.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 const home = mkdtempSync(join(tmpdir(), 'forge-stack-start-'))
 const restartHome = mkdtempSync(join(tmpdir(), 'forge-stack-restart-'))
+const natsHome = mkdtempSync(join(tmpdir(), 'forge-stack-nats-kill-'))
 afterAll(async () => {
-  for (const h of [home, restartHome]) {
+  for (const h of [home, restartHome, natsHome]) {
     await stackDown(resolveConfig({ ...process.env, FORGE_HOME: h }))
     rmSync(h, { recursive: true, force: true })
   }
@@ -100,5 +103,41 @@ describe('stack up after the Temporal dev server died', () => {
     await new Promise((resolve) => squatter.close(resolve))
     const again = await restarting
     expect(again.temporalAddress).toBe(before.address)
+  })
+})
+
+describe('nats-server SIGKILLed right after acknowledging', () => {
+  it('keeps every message it acknowledged: each is in its file before the ack, whatever the sync interval', async () => {
+    const config = resolveConfig({ ...process.env, FORGE_HOME: natsHome, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' })
+    const { natsUrl } = await stackUp(config, () => undefined, { supervisor: false })
+    const nats = readStackState(natsHome).nats!
+    // the messages must stay in the stream only: no ingester takes them
+    const ingester = readStackState(natsHome).ingester!
+    process.kill(ingester.pid, 'SIGKILL')
+    expect(await gone(ingester.pid, 10_000)).toBe(true)
+    const nc = await connectBus(natsUrl, 'nats-kill-test', 'worker')
+    const js = jetstream(nc)
+    const sent = 300
+    let lastSeq = 0
+    // acked one after another as a worker publishes, then the server dies at once, before any periodic sync
+    for (let i = 0; i < sent; i++) lastSeq = (await js.publish(`forge.results.attempt.kill-${i}`, `acked ${i}`, { msgID: `kill-${i}` })).seq
+    process.kill(nats.pid, 'SIGKILL')
+    expect(await gone(nats.pid, 10_000)).toBe(true)
+    await nc.close().catch(() => undefined)
+
+    await stackUp(config, () => undefined, { supervisor: false })
+    expect(readStackState(natsHome).nats!.pid).not.toBe(nats.pid)
+    const again = await connectBus(natsUrl, 'nats-kill-test', 'worker')
+    try {
+      const jsm = await jetstreamManager(again)
+      const { state } = await jsm.streams.info(RESULTS_STREAM)
+      expect(state.last_seq).toBe(lastSeq)
+      const last = await jsm.streams.getMessage(RESULTS_STREAM, { seq: lastSeq })
+      expect({ subject: last?.subject, data: last?.string() }).toEqual({ subject: `forge.results.attempt.kill-${sent - 1}`, data: `acked ${sent - 1}` })
+      const first = await jsm.streams.getMessage(RESULTS_STREAM, { seq: lastSeq - sent + 1 })
+      expect(first?.string()).toBe('acked 0')
+    } finally {
+      await again.close()
+    }
   })
 })
