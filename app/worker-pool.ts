@@ -34,7 +34,7 @@ export interface WorkerPoolOptions {
   namespace: string
   taskQueue: string
   concurrency: number
-  /** attempts one batch activity of the run runs at once (RunPlan.attempt_lanes, a divisor of each process's slots; default 1) */
+  /** attempts one batch activity of the run runs at once (RunPlan.attempt_lanes; at most each process's slots, best a divisor of them; default 1) */
   attemptLanes?: number
   logDir: string
   runId: string
