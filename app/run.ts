@@ -25,7 +25,7 @@ import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { maxLocalWorkerProcesses, startWorkerPool, workerLayout, workerLayoutNote } from './worker-pool.js'
-import { adoptWarmWorkers, discardPreforked, preforkWorkers } from './worker-prefork.js'
+import { adoptWarmWorkers, discardPreforked, preforkWorkers, settleLoadingClaims } from './worker-prefork.js'
 import { runWorkflowHost } from './workflow-host.js'
 import { refuseLocalModelWithoutWorkers, runEndpoints, watchFleetWorkers } from './fleet-workers.js'
 import { tracesUrl } from './otlp.js'
@@ -122,6 +122,8 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
   }
   // --otlp-url / FORGE_OTLP_URL: workers export spans live and report their counts here
   const otlp = config.otlpUrl === undefined ? undefined : followOtlpExports(nc, plan.run_id, tracesUrl(config.otlpUrl, '--otlp-url'))
+  // warm workers that were still loading when the run started take their slots now
+  if (run.workers > 0) await settleLoadingClaims(join(config.home, 'logs'))
   // --workers 0: no worker here; `forge worker` processes elsewhere (a fleet) run the attempts
   const pool = run.workers === 0 ? undefined : startWorkerPool({
     count: run.workers,

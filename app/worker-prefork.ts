@@ -11,7 +11,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { distEntry } from '../stack/paths.js'
-import { claimWarmWorkers, WarmWorker } from '../stack/warm-workers.js'
+import { claimWarmWorker, claimWarmWorkers, WARM_LOADING_WAIT_MS, WarmWorker, warmWorkerLoading } from '../stack/warm-workers.js'
 
 /** A worker process of a local run: forked by this process, or a warm worker it claimed (stack/warm-workers.ts). */
 export type WorkerProcess = ChildProcess | WarmWorker
@@ -26,6 +26,8 @@ export interface WorkerSettingsMessage {
 }
 
 const waiting: WorkerProcess[] = []
+/** slots from..from+slots-1, whose warm workers were still loading when the run started: claimed once they listen */
+let loading: { from: number; slots: number; claims: Promise<(WarmWorker | undefined)[]> } | undefined
 /** resolves when a waiting worker has loaded its code and listens for its settings */
 const listening = new WeakMap<ChildProcess, Promise<void>>()
 
@@ -47,55 +49,88 @@ export function forkWorkerProcess(logFile: string, env: NodeJS.ProcessEnv, await
  * Forks worker processes for slots 0…count-1 that have none waiting yet (returns the new ones); they
  * hold nothing of this process open. Only into a slot whose log a run has written before: a run that
  * is then refused (a bad flag, an unknown suite) must leave a new FORGE_HOME as empty as it found it.
+ * Slots whose warm worker is still loading are left to it (`settleLoadingClaims`).
  */
 export function preforkWorkers(count: number, logDir: string): ChildProcess[] {
   const forked: ChildProcess[] = []
-  for (let slot = waiting.length; slot < count; slot++) {
+  for (let slot = waiting.length + (loading?.slots ?? 0); slot < count; slot++) {
     const logFile = join(logDir, `worker-${slot}.log`)
     if (!existsSync(logFile)) break
-    const child = forkWorkerProcess(logFile, process.env, true)
-    // a message sent before the worker listens would be lost: it says when it listens
-    listening.set(
-      child,
-      new Promise<void>((resolve) => {
-        const heard = (message: unknown): void => {
-          if ((message as { awaitingSettings?: boolean } | null)?.awaitingSettings !== true) return
-          child.off('message', heard)
-          resolve()
-        }
-        child.on('message', heard)
-      }),
-    )
-    // an unclaimed worker must not keep forge run alive
-    child.unref()
-    child.channel?.unref()
-    child.once('exit', () => {
-      const at = waiting.indexOf(child)
-      if (at >= 0) waiting.splice(at, 1)
-    })
+    const child = forkWaiting(logFile)
     waiting.push(child)
     forked.push(child)
   }
   return forked
 }
 
+/** A worker forked to wait for its settings, holding nothing of this process open. */
+function forkWaiting(logFile: string): ChildProcess {
+  const child = forkWorkerProcess(logFile, process.env, true)
+  // a message sent before the worker listens would be lost: it says when it listens
+  listening.set(
+    child,
+    new Promise<void>((resolve) => {
+      const heard = (message: unknown): void => {
+        if ((message as { awaitingSettings?: boolean } | null)?.awaitingSettings !== true) return
+        child.off('message', heard)
+        resolve()
+      }
+      child.on('message', heard)
+    }),
+  )
+  // an unclaimed worker must not keep forge run alive
+  child.unref()
+  child.channel?.unref()
+  forgetOnExit(child)
+  return child
+}
+
+/** A waiting worker that exits leaves the line. */
+function forgetOnExit(child: WorkerProcess): void {
+  child.once('exit', () => {
+    const at = waiting.indexOf(child)
+    if (at >= 0) waiting.splice(at, 1)
+  })
+}
+
 /**
  * Claims the warm workers earlier runs of `home` left (stack/warm-workers.ts) for the first of
- * `count` slots; they wait with the workers forked early. Returns how many were claimed.
+ * `count` slots; they wait with the workers forked early. Returns how many were claimed. The slots
+ * after them whose warm worker is still loading (the run before ended moments ago) are claimed in the
+ * background while this run loads and plans (`settleLoadingClaims`), not forked: a second process
+ * would load beside it on the same cores and be ready no sooner.
  */
 export async function adoptWarmWorkers(home: string, count: number): Promise<number> {
-  if (waiting.length > 0) return 0
+  if (waiting.length > 0 || loading !== undefined) return 0
   const claimed = await claimWarmWorkers(home, count)
-  for (const worker of claimed) {
-    // an unclaimed worker must not keep forge run alive
-    worker.unref()
-    worker.once('exit', () => {
-      const at = waiting.indexOf(worker)
-      if (at >= 0) waiting.splice(at, 1)
-    })
-    waiting.push(worker)
-  }
+  for (const worker of claimed) waiting.push(adoptable(worker))
+  const from = claimed.length
+  let slots = 0
+  while (from + slots < count && warmWorkerLoading(home, from + slots)) slots++
+  if (slots > 0) loading = { from, slots, claims: Promise.all(Array.from({ length: slots }, (_, i) => claimWarmWorker(home, from + i, WARM_LOADING_WAIT_MS))) }
   return claimed.length
+}
+
+/** A claimed warm worker as a waiting one: it must not keep forge run alive until it is taken. */
+function adoptable(worker: WarmWorker): WarmWorker {
+  worker.unref()
+  forgetOnExit(worker)
+  return worker
+}
+
+/**
+ * Waits for the claims of warm workers that were loading when the run started (at most
+ * WARM_LOADING_WAIT_MS) and puts them in their slots; a slot whose claim failed gets a forked worker.
+ */
+export async function settleLoadingClaims(logDir: string): Promise<void> {
+  const pending = loading
+  if (pending === undefined) return
+  const workers = await pending.claims
+  // discarded meanwhile (the run failed before its workers started)
+  if (loading !== pending) return
+  loading = undefined
+  const placed = workers.map((worker, i) => (worker === undefined ? forkWaiting(join(logDir, `worker-${pending.from + i}.log`)) : adoptable(worker)))
+  waiting.splice(pending.from, 0, ...placed)
 }
 
 /** The waiting workers, now the caller's (they keep this process alive again, as forked workers do). */
@@ -117,6 +152,11 @@ export function discardWorker(child: WorkerProcess): void {
 /** Lets go of the workers nobody claimed (a run that failed before its workers started). */
 export function discardPreforked(): void {
   for (const child of waiting.splice(0)) discardWorker(child)
+  const pending = loading
+  loading = undefined
+  void pending?.claims.then((workers) => {
+    for (const worker of workers) worker?.release()
+  })
 }
 
 /**

@@ -182,7 +182,38 @@ function claimAt(path: string, slot: number, timeoutMs: number): Promise<WarmWor
   })
 }
 
-/** Claims the warm workers of slots 0, 1, … (up to `count`, stopping at the first slot without one). */
+/**
+ * How long a run waits for a slot's warm worker that is still loading (the run before it ended
+ * moments ago) before it forks one. Another process forked now would load beside it on the same cores
+ * and be ready no sooner; only a warm worker that hangs while loading costs this wait.
+ */
+export const WARM_LOADING_WAIT_MS = 10_000
+
+/** Whether the slot's warm worker is still loading: its pid file names it, its socket is not there yet. */
+export function warmWorkerLoading(home: string, slot: number): boolean {
+  const path = warmSocketPath(home, slot)
+  return !existsSync(path) && isWarmWorker(pidIn(warmPidPath(path)), path)
+}
+
+/** Waits until the warm worker loading for `path` listens; false when it is gone or the wait is over. */
+async function listeningSoon(path: string, waitMs: number): Promise<boolean> {
+  const deadline = Date.now() + waitMs
+  for (;;) {
+    if (existsSync(path)) return true
+    if (Date.now() >= deadline || !isWarmWorker(pidIn(warmPidPath(path)), path)) return false
+    // a run refused meanwhile need not stay for this
+    await new Promise((resolveWait) => setTimeout(resolveWait, 20).unref())
+  }
+}
+
+/** Claims the slot's warm worker once it listens (waiting up to `loadingWaitMs` while it loads); undefined when there is none to claim. */
+export async function claimWarmWorker(home: string, slot: number, loadingWaitMs: number, timeoutMs = 1_000): Promise<WarmWorker | undefined> {
+  const path = warmSocketPath(home, slot)
+  if (!(await listeningSoon(path, loadingWaitMs))) return undefined
+  return claimAt(path, slot, timeoutMs)
+}
+
+/** Claims the warm workers listening in slots 0, 1, … (up to `count`, stopping at the first slot without one). */
 export async function claimWarmWorkers(home: string, count: number, timeoutMs = 1_000): Promise<WarmWorker[]> {
   const claimed: WarmWorker[] = []
   for (let slot = 0; slot < count; slot++) {

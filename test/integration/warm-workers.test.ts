@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
 import { settingsEnv } from '../../config/index.js'
 import { busAccessEnv } from '../../store/bus-auth.js'
-import { claimWarmWorkers, jsonLine, leaveWarmWorkers, onJsonLines, stopWarmWorkers, warmDir, warmSocketPath, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
+import { claimWarmWorker, claimWarmWorkers, jsonLine, leaveWarmWorkers, onJsonLines, stopWarmWorkers, warmDir, warmSocketPath, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
 import { stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { alive, until } from '../helpers/processes.js'
@@ -214,6 +214,25 @@ describe('warm workers', () => {
     expect(await warmWorker()).toBe(first)
     expect(leaveWarmWorkers(stack.home, 1)).toEqual([])
     expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([first])
+  })
+
+  it('is waited for by a run that starts while it still loads, not joined by a forked one', async () => {
+    await stopWarmWorkers(stack.home)
+    expect(await until(() => warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0)).toBe(true)
+    const [loading] = leaveWarmWorkers(stack.home, 1)
+    expect(existsSync(warmSocketPath(stack.home, 0))).toBe(false)
+    const run = await runOn('warm-loading')
+    expect(run.status).toBe('completed')
+    expect(run.pids).toEqual([loading])
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${loading} claimed by a run`)
+    // a claim of a slot whose warm worker died while loading gives up at once
+    await stopWarmWorkers(stack.home)
+    expect(await until(() => warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0)).toBe(true)
+    const [dying] = leaveWarmWorkers(stack.home, 1)
+    process.kill(dying!, 'SIGKILL')
+    const started = Date.now()
+    expect(await claimWarmWorker(stack.home, 0, 30_000)).toBeUndefined()
+    expect(Date.now() - started).toBeLessThan(10_000)
   })
 
   it("forge run's init hook claims it, as a user runs forge run twice", async () => {
