@@ -2,7 +2,7 @@
  * Workers forked before their run is planned (app/worker-prefork.ts) on a real stack: the run's
  * pool takes them, a run that fails first leaves none behind, and neither does a forge run that dies.
  */
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -120,5 +120,20 @@ describe('workers forked before the run is planned', () => {
     } finally {
       rmSync(home, { recursive: true, force: true })
     }
+  })
+})
+
+describe('a worker process given attempt lanes', () => {
+  it('refuses more lanes than attempt slots, and lanes that are no whole number, naming the settings (exit 2)', () => {
+    const env = { ...process.env, FORGE_TEMPORAL_ADDRESS: '127.0.0.1:1', FORGE_NATS_URL: 'nats://127.0.0.1:1', FORGE_WORKER_CONCURRENCY: '2' }
+    const entry = join(packageRoot(), 'dist', 'workers', 'worker-process.js')
+    const tooMany = spawnSync(process.execPath, [entry], { env: { ...env, FORGE_WORKER_ATTEMPT_LANES: '4' }, encoding: 'utf8', timeout: 30_000 })
+    expect({ status: tooMany.status, stderr: tooMany.stderr.trim() }).toEqual({
+      status: 2,
+      stderr: 'FORGE_WORKER_ATTEMPT_LANES (4) must not exceed FORGE_WORKER_CONCURRENCY (2): a worker reserves its attempt slots a batch\'s lanes at a time',
+    })
+    const none = spawnSync(process.execPath, [entry], { env: { ...env, FORGE_WORKER_ATTEMPT_LANES: '0' }, encoding: 'utf8', timeout: 30_000 })
+    expect(none.status).toBe(2)
+    expect(none.stderr).toContain('FORGE_WORKER_ATTEMPT_LANES must be a whole number from 1 to 100, got "0"')
   })
 })
