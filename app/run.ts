@@ -199,7 +199,9 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     // (best effort: a home it cannot write to costs the next run its start-up, never this run its report)
     if (pool !== undefined) {
       try {
-        leaveWarmWorkers(config.home, Math.min(readSetting('warmWorkers'), pool.layout.processes))
+        // where the next run's workflows will be served: a warm worker prepares its workflow worker there while it waits
+        const target = settingsEnv({ temporalAddress: endpoints.temporalAddress, temporalNamespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue })
+        leaveWarmWorkers(config.home, Math.min(readSetting('warmWorkers'), pool.layout.processes), { ...process.env, ...target })
       } catch {
         // the next run forks its own
       }

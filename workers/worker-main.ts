@@ -68,7 +68,67 @@ export interface WorkerOptions {
    */
   parentGone?: Promise<void>
   /** TLS / API key of a Temporal cluster (stack/temporal-connection.ts) */
-  temporalConnection?: { tls?: boolean | { serverNameOverride?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } }; apiKey?: string }
+  temporalConnection?: TemporalConnectionOptions
+  /**
+   * A workflow worker a warm worker created while it waited (`prepareWorkflowWorker`): used, with its
+   * connection, when it was made for this worker's Temporal server, namespace and task queue.
+   */
+  preparedWorkflows?: Promise<PreparedWorkflows | undefined>
+}
+
+type TemporalConnectionOptions = { tls?: boolean | { serverNameOverride?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } }; apiKey?: string }
+
+/** Where a workflow worker polls: what a prepared one must match to be used. */
+interface WorkflowTarget {
+  temporalAddress: string
+  namespace: string
+  taskQueue: string
+  temporalConnection?: TemporalConnectionOptions
+}
+
+/** A workflow worker created before its run was known, and the connection it polls through. */
+export interface PreparedWorkflows {
+  target: string
+  connection: NativeConnection
+  worker: Worker
+}
+
+const targetKey = (t: WorkflowTarget): string => JSON.stringify([t.temporalAddress, t.namespace, t.taskQueue, t.temporalConnection ?? {}])
+
+const workflowBundlePath = (): string => fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
+
+/** The workflow worker (run, shard, sweep workflows) of a worker process on `connection`. */
+function createWorkflowWorker(connection: NativeConnection, target: WorkflowTarget, identity: string, shutdownGraceTime: number | string): Promise<Worker> {
+  const bundlePath = workflowBundlePath()
+  return Worker.create({
+    connection,
+    namespace: target.namespace,
+    taskQueue: target.taskQueue,
+    identity,
+    ...(existsSync(bundlePath) ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: fileURLToPath(new URL('../workflows/index.js', import.meta.url)) }),
+    maxConcurrentWorkflowTaskExecutions: 40,
+    shutdownGraceTime,
+  })
+}
+
+async function retire(prepared: PreparedWorkflows): Promise<void> {
+  await prepared.worker.runUntil(Promise.resolve()).catch(() => undefined)
+  await prepared.connection.close().catch(() => undefined)
+}
+
+/**
+ * Connects and creates the workflow worker a run on `target` will need, without polling: a warm worker
+ * does this while it waits, so that a run's first workflow task does not wait ~0.5 s for the bundle
+ * to load into its VM context after the claim (issue 15). Its identity is the process's, not a run's.
+ */
+export async function prepareWorkflowWorker(target: WorkflowTarget): Promise<PreparedWorkflows> {
+  const connection = await NativeConnection.connect({ ...target.temporalConnection, address: target.temporalAddress })
+  try {
+    return { target: targetKey(target), connection, worker: await createWorkflowWorker(connection, target, `${hostname()}-${process.pid}`, '5s') }
+  } catch (error) {
+    await connection.close().catch(() => undefined)
+    throw error
+  }
 }
 
 /**
@@ -93,7 +153,13 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   const workerId = opts.workerId ?? `${hostname()}-${process.pid}`
   const logger = createLogger('worker', opts.logLevel).child({ worker_id: workerId })
   // Temporal's connection is made while NATS answers; when both fail, NATS's failure is the one reported
-  const connecting = NativeConnection.connect({ ...opts.temporalConnection, address: opts.temporalAddress })
+  // a warm worker's workflow worker, made while it waited, when it polls where this run's must
+  const prepared = await opts.preparedWorkflows?.catch(() => undefined)
+  const usable = prepared !== undefined && opts.attempts !== false && prepared.target === targetKey(opts) ? prepared : undefined
+  // one made for elsewhere would keep the process alive unused: it starts and stops at once (a workflow
+  // task it might take meanwhile is one any worker of this build may run)
+  if (prepared !== undefined && usable === undefined) void retire(prepared)
+  const connecting = usable !== undefined ? Promise.resolve(usable.connection) : NativeConnection.connect({ ...opts.temporalConnection, address: opts.temporalAddress })
   connecting.catch(() => undefined)
   let nc: NatsConnection
   try {
@@ -108,7 +174,6 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   const otlp = opts.otlp === undefined ? undefined : createOtlpExporter({ ...opts.otlp, report: (runId, counts) => nc.publish(otlpReportSubject(runId), encodeJson({ worker_id: workerId, ...counts })) })
   const connection = await connecting
   const reader = opts.clickhouseUrl !== undefined ? directReader(await openClickHouse({ kind: 'server', url: opts.clickhouseUrl })) : busReader(nc)
-  const bundlePath = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
   const judgeOptions = opts.judge === false ? undefined : opts.judge
   const telemetry = createWorkerTelemetry({
     backlog: { service: connection.workflowService, namespace: opts.namespace, taskQueues: [...(opts.attempts === false ? [] : [opts.taskQueue]), ...(judgeOptions ? [judgeOptions.taskQueue] : [])] },
@@ -131,18 +196,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   })
   // the workflows (run, shard, sweep) on the same queue come from a second worker, created once the attempt
   // slots poll: loading the workflow bundle takes ~150 ms that the first attempts need not wait for
-  const createWorkflowWorker = (): Promise<Worker> =>
-    Worker.create({
-      connection,
-      namespace: opts.namespace,
-      taskQueue: opts.taskQueue,
-      identity: workerId,
-      ...(existsSync(bundlePath)
-        ? { workflowBundle: { codePath: bundlePath } }
-        : { workflowsPath: fileURLToPath(new URL('../workflows/index.js', import.meta.url)) }),
-      maxConcurrentWorkflowTaskExecutions: 40,
-      shutdownGraceTime,
-    })
+  const workflowWorkerNow = (): Promise<Worker> => (usable !== undefined ? Promise.resolve(usable.worker) : createWorkflowWorker(connection, opts, workerId, shutdownGraceTime))
   const judgeWorker =
     judgeOptions === undefined
       ? undefined
@@ -222,7 +276,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     if (worker !== undefined) {
       let workflowWorker: Worker
       try {
-        workflowWorker = await createWorkflowWorker()
+        workflowWorker = await workflowWorkerNow()
       } catch (error) {
         stop()
         await Promise.allSettled(running)

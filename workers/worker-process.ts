@@ -11,9 +11,9 @@ import { readSetting, resolveConfig } from '../config/index.js'
 import { ConfigError } from '../core/errors.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import { jsonLine, onJsonLines, WARM_SOCKET_ARG, warmPidPath, workerBuildStamp } from '../stack/warm-workers.js'
-import { runWorker, type WorkerOptions } from './worker-main.js'
+import { prepareWorkflowWorker, runWorker, type PreparedWorkflows, type WorkerOptions } from './worker-main.js'
 
-type Channel = Pick<WorkerOptions, 'report' | 'parentGone'>
+type Channel = Pick<WorkerOptions, 'report' | 'parentGone' | 'preparedWorkflows'>
 
 /** Takes a run's settings: its whole environment and (from a warm worker's claimer) its working directory. */
 function applySettings(settings: Record<string, string>, cwd: unknown): void {
@@ -104,7 +104,7 @@ function awaitRunOnSocket(path: string): void {
       // the run's connection must not keep the worker alive once it is done, as an IPC channel would not
       socket.unref()
       const parentGone = new Promise<void>((resolve) => socket.once('close', () => resolve()))
-      main({ report: (reply) => void socket.write(jsonLine(reply)), parentGone })
+      main({ report: (reply) => void socket.write(jsonLine(reply)), parentGone, ...(preparing !== undefined ? { preparedWorkflows: preparing } : {}) })
     })
   }
   server.on('connection', (socket: Socket) => {
@@ -127,9 +127,33 @@ function awaitRunOnSocket(path: string): void {
     process.exit(0)
   })
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+  // its workflow worker, made while it waits (after it listens: a claim need not wait for it)
+  let preparing: Promise<PreparedWorkflows | undefined> | undefined
   server.listen(path, () => {
     chmodSync(path, 0o600)
     console.error(`warm worker ${process.pid} loaded: waiting on ${path} for the next run`)
+    preparing = prepareWarmWorkflows()
+  })
+}
+
+/**
+ * The workflow worker a warm worker's next run will most likely need: on the Temporal server,
+ * namespace and task queue the run that left it used (its environment names them). A run elsewhere
+ * does not use it (workers/worker-main.ts compares); none when it cannot be made.
+ */
+function prepareWarmWorkflows(): Promise<PreparedWorkflows | undefined> {
+  let config: ReturnType<typeof resolveConfig>
+  try {
+    config = resolveConfig()
+  } catch {
+    return Promise.resolve(undefined)
+  }
+  const address = config.temporal.address
+  if (address === undefined || config.worker.role === 'judge') return Promise.resolve(undefined)
+  const { address: _address, ...temporalConnection } = temporalConnectOptions(address)
+  return prepareWorkflowWorker({ temporalAddress: address, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, temporalConnection }).catch((error: unknown) => {
+    console.error(`warm worker ${process.pid}: no workflow worker prepared (${(error as Error).message}); its run creates one`)
+    return undefined
   })
 }
 

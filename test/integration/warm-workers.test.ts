@@ -6,6 +6,7 @@
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
 import { createServer, type Server, type Socket } from 'node:net'
+import { hostname } from 'node:os'
 import { Client, Connection } from '@temporalio/client'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -111,8 +112,10 @@ describe('warm workers', () => {
     expect(second.pids).toEqual([pid])
     expect(second.attempts).toBe(10)
     expect(second.status).toBe('completed')
-    // its workflows too: forge run does not load the SDK to host them when every worker was warm
-    expect([...(await workflowTaskTakers(second.runId))]).toEqual([`${second.runId}-w0`])
+    // its workflows too: forge run does not load the SDK to host them when every worker was warm, and
+    // the warm worker served them from the workflow worker it made while it waited (named by its process)
+    expect([...(await workflowTaskTakers(second.runId))]).toEqual([`${hostname()}-${pid}`])
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).not.toContain(`warm worker ${pid}: no workflow worker prepared`)
     // it served that run and went; the run left another
     expect(await until(() => !alive(pid))).toBe(true)
     expect(await warmWorker()).not.toBe(pid)
@@ -233,6 +236,19 @@ describe('warm workers', () => {
     const started = Date.now()
     expect(await claimWarmWorker(stack.home, 0, 30_000)).toBeUndefined()
     expect(Date.now() - started).toBeLessThan(10_000)
+  })
+
+  it('serves a run elsewhere (another task queue) from a workflow worker made for it, not the one it prepared', async () => {
+    await stopWarmWorkers(stack.home)
+    expect(await until(() => warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0)).toBe(true)
+    const [pid] = leaveWarmWorkers(stack.home, 1, { ...process.env, FORGE_TEMPORAL_ADDRESS: stack.endpoints.temporalAddress, FORGE_TASK_QUEUE: 'another-queue' })
+    expect(await warmWorker()).toBe(pid)
+    const run = await runOn('warm-other-queue')
+    expect(run.pids).toEqual([pid])
+    expect(run.status).toBe('completed')
+    expect([...(await workflowTaskTakers(run.runId))]).toEqual([`${run.runId}-w0`])
+    // the workflow worker it made for the other queue kept nothing alive: it served its run and went
+    expect(await until(() => !alive(pid!))).toBe(true)
   })
 
   it("forge run's init hook claims it, as a user runs forge run twice", async () => {
