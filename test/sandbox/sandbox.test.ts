@@ -194,15 +194,17 @@ describe('sandbox on this machine', () => {
     try {
       // a stand-in worker: it spawns the sandbox as the worker does, then is killed without warning
       const worker = spawn(process.execPath, ['-e', `const c = require('child_process').spawn(${JSON.stringify(sandbox.argv[0])}, ${JSON.stringify(sandbox.argv.slice(1))}, { cwd: ${JSON.stringify(sandbox.spawnCwd)}, env: ${JSON.stringify(sandbox.env)}, stdio: ['pipe', 'ignore', 'ignore', 'ignore'], detached: true }); setInterval(() => {}, 1 << 30)`], { stdio: 'ignore' })
-      await until(() => processesWith(marker).length === 2, 10_000)
+      // conditions, not races: each wait ends as soon as the kernel has done it; the bounds only stop a
+      // test that would never see it (a loaded CI machine once took over 10 s to start the two)
+      await until(() => processesWith(marker).length === 2, 60_000)
       worker.kill('SIGKILL')
-      await until(() => processesWith(marker).length === 0, 10_000)
+      await until(() => processesWith(marker).length === 0, 60_000)
       expect(processesWith(marker)).toEqual([])
     } finally {
       for (const pid of processesWith(marker)) process.kill(pid, 'SIGKILL')
       await sandbox.close()
     }
-  }, 30_000)
+  }, 150_000)
 })
 
 function processesWith(needle: string): number[] {
