@@ -4,17 +4,17 @@
  * `audit_entries` and `audit_chain` tables, and reading a run's rows back for `forge audit verify`.
  */
 import type { ClickHouseClient } from '@clickhouse/client'
-import { entryId, type AuditEntry, type AuditEntryHead, type AuditEntryKind, type AuditLink, type AuditManifest, type AuditRow } from '../core/audit.js'
+import { entryId, METRICS_AS_ARRAYS, type AuditEntry, type AuditEntryHead, type AuditEntryKind, type AuditLink, type AuditManifest, type AuditRow } from '../core/audit.js'
 import type { AttemptRegrade, AttemptResult, AuditRecord, JudgeOutcome, ReviewResolution, StoredTrace } from '../core/contracts/index.js'
 import type { StoreReader } from './clickhouse.js'
 import { attemptToRow, toChDateTime, toolCallsToRows } from './converters.js'
-import { judgementToRow, metricsToRows, regradeToRow, resolutionToRow, storedTraceToRow } from './grading-converters.js'
+import { judgementToRow, metricRowsOf, metricsToRows, regradeToRow, resolutionToRow, storedTraceToRow } from './grading-converters.js'
 
 const row = (table: string, key: string, values: object): AuditRow => ({ table, key, values: values as Record<string, unknown> })
 
 /**
- * The rows an attempt's result becomes: its attempts row, tool calls, stored trace, metric rows and
- * — when no judge worker will replace it — its judgement.
+ * The rows an attempt's result becomes: its attempts row, tool calls, stored trace, `attempt_metrics`
+ * rows (one per kind, keyed `<uid>@v1/<kind>`) and — when no judge worker will replace it — its judgement.
  */
 export function attemptAuditRows(result: AttemptResult, trace: StoredTrace, withJudgement: boolean): AuditRow[] {
   const uid = result.attempt_uid
@@ -22,26 +22,26 @@ export function attemptAuditRows(result: AttemptResult, trace: StoredTrace, with
     row('attempts', uid, attemptToRow(result, 0)),
     ...toolCallsToRows(result, 0).map((r) => row('tool_calls', `${uid}#${r.call_index}`, r)),
     row('traces', uid, storedTraceToRow(trace, 0)),
-    ...metricsToRows(result, 1, result.metrics ?? [], 0).map((r) => row('metrics', `${uid}@v1/${r.metric}`, r)),
+    ...metricsToRows(result, 1, result.metrics ?? [], 0).map((r) => row('attempt_metrics', `${uid}@v1/${r.kind}`, r)),
     ...(withJudgement && result.judgement !== undefined ? [row('judgements', `${uid}@v1`, judgementToRow(result.judgement, 0))] : []),
   ]
 }
 
-/** The rows a regrade becomes: its attempt_grades row, metric rows and judgement, at its grading version. */
+/** The rows a regrade becomes: its attempt_grades row, attempt_metrics rows and judgement, at its grading version. */
 export function regradeAuditRows(regrade: AttemptRegrade): AuditRow[] {
   const key = regradeKey(regrade)
   return [
     row('attempt_grades', key, regradeToRow(regrade, 0)),
-    ...metricsToRows(regrade, regrade.grading_version, regrade.metrics, 0).map((r) => row('metrics', `${key}/${r.metric}`, r)),
+    ...metricsToRows(regrade, regrade.grading_version, regrade.metrics, 0).map((r) => row('attempt_metrics', `${key}/${r.kind}`, r)),
     ...(regrade.judgement !== null ? [row('judgements', key, judgementToRow(regrade.judgement, 0))] : []),
   ]
 }
 
-/** The rows of a judge worker's outcome: its metric rows and revision-2 judgement, which replace the attempt worker's. */
+/** The rows of a judge worker's outcome: its attempt_metrics row (kind judge) and revision-2 judgement, which replace the attempt worker's. */
 export function judgeAuditRows(outcome: JudgeOutcome): AuditRow[] {
   const key = judgementKey(outcome)
   return [
-    ...metricsToRows(outcome, outcome.grading_version, outcome.metrics, 0).map((r) => row('metrics', `${key}/${r.metric}`, r)),
+    ...metricsToRows(outcome, outcome.grading_version, outcome.metrics, 0).map((r) => row('attempt_metrics', `${key}/${r.kind}`, r)),
     ...(outcome.judgement !== null ? [row('judgements', key, judgementToRow(outcome.judgement, 0))] : []),
   ]
 }
@@ -109,7 +109,9 @@ const NUMBERS = 'SETTINGS output_format_json_quote_64bit_integers = 0'
 /**
  * Every stored row of a run, assigned to the audit entry that covers it (by `entryId`), and the rows
  * no entry covers. Rows a result legitimately gains later (a judge worker's metrics and revision-2
- * judgement) are left out unless the entry's manifest lists them.
+ * judgement) are left out unless the entry's manifest lists them. An entry of manifest version ≤ 2
+ * (written before `attempt_metrics`) gets its metrics as the `metrics` view's rows, one per metric,
+ * as it hashed them.
  */
 export async function auditRowsOfRun(reader: StoreReader, runId: string, entries: readonly AuditEntry[]): Promise<{ rows: Map<string, AuditRow[]>; unclaimed: AuditRow[] }> {
   const q = (sql: string) => reader.query<Record<string, unknown>>(`${sql} ${NUMBERS}`, { run: runId })
@@ -117,7 +119,7 @@ export async function auditRowsOfRun(reader: StoreReader, runId: string, entries
     q('SELECT * FROM attempts FINAL WHERE run_id = {run:String}'),
     q('SELECT * FROM tool_calls FINAL WHERE run_id = {run:String}'),
     q('SELECT * FROM traces FINAL WHERE run_id = {run:String}'),
-    q('SELECT * FROM metrics FINAL WHERE run_id = {run:String}'),
+    q('SELECT * FROM attempt_metrics FINAL WHERE run_id = {run:String}'),
     q('SELECT * FROM judgements FINAL WHERE run_id = {run:String}'),
     q('SELECT * FROM attempt_grades FINAL WHERE run_id = {run:String}'),
     q('SELECT * FROM review_resolutions FINAL WHERE run_id = {run:String}'),
@@ -126,6 +128,7 @@ export async function auditRowsOfRun(reader: StoreReader, runId: string, entries
   const judgementEntries = new Set(entries.filter((e) => e.entry_kind === 'judgement').map((e) => e.entry_key))
   const attemptRows = new Set(entries.filter((e) => e.entry_kind === 'attempt').flatMap((e) => e.manifest.rows.map((r) => `${r.table}\u0000${r.key}`)))
   const attemptListed = (table: string, key: string): boolean => attemptRows.has(`${table}\u0000${key}`)
+  const perMetric = new Set(entries.filter((e) => e.manifest.version < METRICS_AS_ARRAYS).map((e) => entryId(e.entry_kind, e.entry_key)))
   const rows = new Map<string, AuditRow[]>()
   const unclaimed: AuditRow[] = []
   const claim = (kind: AuditEntryKind, key: string, r: AuditRow): void => {
@@ -151,20 +154,29 @@ export async function auditRowsOfRun(reader: StoreReader, runId: string, entries
   }
   byAttempt('tool_calls', (r) => `${str(r, 'attempt_uid')}#${Number(r['call_index'])}`, toolCalls)
   byAttempt('traces', (r) => str(r, 'attempt_uid'), traces)
+  // an attempt_metrics row as the entry claiming it hashed it: itself, or (manifest ≤ 2) one metrics row per metric
+  const asHashed = (kind: AuditEntryKind, key: string, r: AuditRow): AuditRow[] =>
+    r.table === 'attempt_metrics' && perMetric.has(entryId(kind, key))
+      ? metricRowsOf(r.values).map((m) => row('metrics', `${r.key.slice(0, r.key.lastIndexOf('/'))}/${str(m, 'metric')}`, m))
+      : [r]
+  const listed = (r: AuditRow): boolean => asHashed('attempt', str(r.values, 'attempt_uid'), r).some((m) => attemptListed(m.table, m.key))
   for (const [table, source, keyOf] of [
-    ['metrics', metrics, (r: Record<string, unknown>) => `${str(r, 'attempt_uid')}@v${version(r)}/${str(r, 'metric')}`],
+    ['attempt_metrics', metrics, (r: Record<string, unknown>) => `${str(r, 'attempt_uid')}@v${version(r)}/${str(r, 'kind')}`],
     ['judgements', judgements, (r: Record<string, unknown>) => `${str(r, 'attempt_uid')}@v${version(r)}`],
   ] as const) {
     for (const r of source) {
       const uid = str(r, 'attempt_uid')
       const v = version(r)
       const audited = row(table, keyOf(r), r)
-      if (v > 1) claim('regrade', `${uid}@v${v}`, audited)
-      else if (attemptListed(table, audited.key)) claim('attempt', uid, audited)
+      const claimAs = (kind: AuditEntryKind, key: string): void => {
+        for (const hashed of asHashed(kind, key, audited)) claim(kind, key, hashed)
+      }
+      if (v > 1) claimAs('regrade', `${uid}@v${v}`)
+      else if (listed(audited)) claimAs('attempt', uid)
       else if (table === 'judgements' || r['kind'] === 'judge') {
         // left to the judge worker by the attempt's entry: the judge's own entry covers it (none: its outcome predates the audit trail)
-        if (judgementEntries.has(`${uid}@v1`)) claim('judgement', `${uid}@v1`, audited)
-      } else if (attemptEntries.has(uid)) claim('attempt', uid, audited)
+        if (judgementEntries.has(`${uid}@v1`)) claimAs('judgement', `${uid}@v1`)
+      } else if (attemptEntries.has(uid)) claimAs('attempt', uid)
       else unclaimed.push(audited)
     }
   }

@@ -25,6 +25,9 @@ export class ClusterDdlError extends Error {
 const CREATE = /^CREATE TABLE IF NOT EXISTS (\w+) \(([\s\S]*)\)\s*ENGINE = ReplacingMergeTree(?:\(([^)]*)\))?\s+ORDER BY ([\s\S]*?)(?:\s+SETTINGS [\s\S]*)?$/
 const ALTER = /^ALTER TABLE (\w+)\s+([\s\S]+)$/
 const DROP = /^DROP TABLE IF EXISTS (\w+)$/
+const CREATE_VIEW = /^CREATE VIEW IF NOT EXISTS (\w+) AS\s+([\s\S]+)$/
+const DROP_VIEW = /^DROP VIEW IF EXISTS (\w+)$/
+const INSERT_SELECT = /^INSERT INTO (\w+)\s+SELECT\s[\s\S]+$/
 
 const ident = (name: string): string => {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ClusterDdlError(`"${name}" is not a plain identifier`)
@@ -59,7 +62,23 @@ export function clusterStatements(sql: string, opts: ClusterOptions): string[] {
     const [, table = ''] = drop
     return [`DROP TABLE IF EXISTS ${table} ON CLUSTER ${cluster} SYNC`, `DROP TABLE IF EXISTS ${table}_local ON CLUSTER ${cluster} SYNC`]
   }
-  throw new ClusterDdlError(`no cluster form for this migration statement (CREATE TABLE … ReplacingMergeTree, ALTER TABLE or DROP TABLE only): ${statement.split('\n')[0]}`)
+  // a view over the Distributed tables, on every node
+  const view = CREATE_VIEW.exec(statement)
+  if (view) {
+    const [, name = '', select = ''] = view
+    return [`CREATE VIEW IF NOT EXISTS ${ident(name)} ON CLUSTER ${cluster} AS ${select}`]
+  }
+  const dropView = DROP_VIEW.exec(statement)
+  if (dropView) return [`DROP VIEW IF EXISTS ${ident(dropView[1] ?? '')} ON CLUSTER ${cluster} SYNC`]
+  // moving rows between tables: once, through the Distributed tables (each row lands on its shard)
+  const insert = INSERT_SELECT.exec(statement)
+  if (insert) {
+    ident(insert[1] ?? '')
+    return [statement]
+  }
+  throw new ClusterDdlError(
+    `no cluster form for this migration statement (CREATE TABLE … ReplacingMergeTree, ALTER TABLE, DROP TABLE, CREATE VIEW, DROP VIEW or INSERT INTO … SELECT only): ${statement.split('\n')[0]}`,
+  )
 }
 
 /**

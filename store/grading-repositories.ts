@@ -1,6 +1,8 @@
 /**
- * Writes and reads of the grading tables: traces, metrics, judgements (tier 2/3), attempt_grades
- * (regrades) and review_resolutions. Every read uses FINAL; rows are never updated in place.
+ * Writes and reads of the grading tables: traces, metrics (rows of `attempt_metrics`, read through
+ * the `metrics` view), judgements (tier 2/3), attempt_grades
+ * (regrades) and review_resolutions. Every read uses FINAL (the `metrics` view applies it itself); rows
+ * are never updated in place.
  */
 import type { ClickHouseClient } from '@clickhouse/client'
 import { AttemptResult, StoredTrace, type AttemptRegrade, type Grade, type Judgement, type JudgeOutcome, type ReviewResolution, type Tier2Result } from '../core/contracts/index.js'
@@ -26,7 +28,7 @@ const insert = async (client: ClickHouseClient, table: string, values: unknown[]
 
 /** The grading parts of a batch of attempts: their deterministic metrics and first judgement. */
 export async function insertAttemptGrading(client: ClickHouseClient, attempts: readonly AttemptResult[], ingestedAt: number): Promise<void> {
-  await insert(client, 'metrics', attempts.flatMap((a) => metricsToRows(a, 1, a.metrics ?? [], ingestedAt)))
+  await insert(client, 'attempt_metrics', attempts.flatMap((a) => metricsToRows(a, 1, a.metrics ?? [], ingestedAt)))
   await insert(client, 'judgements', attempts.flatMap((a) => (a.judgement ? [judgementToRow(a.judgement, ingestedAt)] : [])))
   await insertAuditEntries(client, attempts.flatMap((a) => (a.audit ? [a.audit] : [])), ingestedAt)
 }
@@ -36,14 +38,14 @@ export async function insertStoredTraces(client: ClickHouseClient, traces: reado
 }
 
 export async function insertJudgeOutcomes(client: ClickHouseClient, outcomes: readonly JudgeOutcome[], ingestedAt: number): Promise<void> {
-  await insert(client, 'metrics', outcomes.flatMap((o) => metricsToRows(o, o.grading_version, o.metrics, ingestedAt)))
+  await insert(client, 'attempt_metrics', outcomes.flatMap((o) => metricsToRows(o, o.grading_version, o.metrics, ingestedAt)))
   await insert(client, 'judgements', outcomes.flatMap((o) => (o.judgement ? [judgementToRow(o.judgement, ingestedAt)] : [])))
   await insertAuditEntries(client, outcomes.flatMap((o) => (o.audit ? [o.audit] : [])), ingestedAt)
 }
 
 export async function insertRegrades(client: ClickHouseClient, regrades: readonly AttemptRegrade[], ingestedAt: number): Promise<void> {
   await insert(client, 'attempt_grades', regrades.map((r) => regradeToRow(r, ingestedAt)))
-  await insert(client, 'metrics', regrades.flatMap((r) => metricsToRows(r, r.grading_version, r.metrics, ingestedAt)))
+  await insert(client, 'attempt_metrics', regrades.flatMap((r) => metricsToRows(r, r.grading_version, r.metrics, ingestedAt)))
   await insert(client, 'judgements', regrades.flatMap((r) => (r.judgement ? [judgementToRow(r.judgement, ingestedAt)] : [])))
 }
 
@@ -176,7 +178,7 @@ export async function getResolution(reader: StoreReader, resolutionId: string): 
 /** The metric rows of an attempt at a grading version. */
 export async function attemptMetrics(reader: StoreReader, attemptUid: string, gradingVersion = 1) {
   const rows = await reader.query<MetricRow>(
-    'SELECT * FROM metrics FINAL WHERE attempt_uid = {uid:String} AND grading_version = {v:UInt32} ORDER BY kind, metric',
+    'SELECT * FROM metrics WHERE attempt_uid = {uid:String} AND grading_version = {v:UInt32} ORDER BY kind, metric',
     { uid: attemptUid, v: gradingVersion },
   )
   return rows.map(rowToMetric)
@@ -193,7 +195,7 @@ export async function metricSummary(
        countIf(status = 'scored') AS scored, countIf(passed = 1) AS passed, countIf(passed = 0) AS failed,
        countIf(status = 'not_applicable') AS not_applicable, countIf(status = 'skipped') AS skipped, countIf(status = 'errored') AS errored,
        avgIf(value, status = 'scored') AS mean
-     FROM metrics FINAL WHERE run_id = {run:String} AND grading_version = {v:UInt32}
+     FROM metrics WHERE run_id = {run:String} AND grading_version = {v:UInt32}
      GROUP BY metric, kind ORDER BY kind, metric`,
     { run: runId, v: gradingVersion },
   )
@@ -227,7 +229,7 @@ export async function agreementRows(reader: StoreReader, runId: string, gradingV
      FROM (SELECT attempt_uid, task_id, attempt, grades FROM ${table} FINAL WHERE run_id = {run:String} AND grading_version = {v:UInt32}) AS a
      LEFT JOIN (
        -- the judge scored the trace, not a grading: its newest score up to this version
-       SELECT attempt_uid, argMax(passed, grading_version) AS passed FROM metrics FINAL
+       SELECT attempt_uid, argMax(passed, grading_version) AS passed FROM metrics
        WHERE run_id = {run:String} AND grading_version <= {v:UInt32} AND metric = 'correctness' AND status = 'scored'
        GROUP BY attempt_uid
      ) AS m ON m.attempt_uid = a.attempt_uid

@@ -15,6 +15,28 @@ export interface Migration {
 
 const dedup = 'SETTINGS non_replicated_deduplication_window = 1000'
 
+/** one row per metric (migration 6); migration 12 moves it into attempt_metrics and rolls back to it */
+const METRICS_TABLE = `CREATE TABLE IF NOT EXISTS metrics (
+    attempt_uid String,
+    run_id String,
+    config_id String,
+    suite LowCardinality(String),
+    task_id String,
+    attempt UInt32,
+    grading_version UInt32,
+    metric LowCardinality(String),
+    metric_version UInt32,
+    kind LowCardinality(String),
+    status LowCardinality(String),
+    value Nullable(Float64),
+    passed Nullable(UInt8),
+    detail String,
+    judge_model LowCardinality(String),
+    judge_prompt_version LowCardinality(String),
+    judge_decoding String,
+    ingested_at DateTime64(3, 'UTC')
+  ) ENGINE = ReplacingMergeTree(ingested_at) ORDER BY (run_id, attempt_uid, grading_version, metric) ${dedup}`
+
 export const migrations: readonly Migration[] = [
   {
     version: 1,
@@ -159,26 +181,7 @@ export const migrations: readonly Migration[] = [
         stored_at DateTime64(3, 'UTC'),
         ingested_at DateTime64(3, 'UTC')
       ) ENGINE = ReplacingMergeTree(ingested_at) ORDER BY (run_id, attempt_uid) ${dedup}`,
-      `CREATE TABLE IF NOT EXISTS metrics (
-        attempt_uid String,
-        run_id String,
-        config_id String,
-        suite LowCardinality(String),
-        task_id String,
-        attempt UInt32,
-        grading_version UInt32,
-        metric LowCardinality(String),
-        metric_version UInt32,
-        kind LowCardinality(String),
-        status LowCardinality(String),
-        value Nullable(Float64),
-        passed Nullable(UInt8),
-        detail String,
-        judge_model LowCardinality(String),
-        judge_prompt_version LowCardinality(String),
-        judge_decoding String,
-        ingested_at DateTime64(3, 'UTC')
-      ) ENGINE = ReplacingMergeTree(ingested_at) ORDER BY (run_id, attempt_uid, grading_version, metric) ${dedup}`,
+      METRICS_TABLE,
       // revision 2 (the judge worker's) replaces revision 1 (the attempt worker's) of the same attempt and version
       `CREATE TABLE IF NOT EXISTS judgements (
         attempt_uid String,
@@ -387,6 +390,61 @@ export const migrations: readonly Migration[] = [
         DROP COLUMN IF EXISTS missing_count,
         DROP COLUMN IF EXISTS missing_sample,
         DROP COLUMN IF EXISTS harness_errors`,
+    ],
+  },
+  {
+    version: 12,
+    name: 'issue 15: metrics as one row per attempt, grading version and kind (attempt_metrics, arrays); a metrics view keeps a row per metric',
+    up: [
+      `CREATE TABLE IF NOT EXISTS attempt_metrics (
+        attempt_uid String,
+        run_id String,
+        config_id String,
+        suite LowCardinality(String),
+        task_id String,
+        attempt UInt32,
+        grading_version UInt32,
+        kind LowCardinality(String),
+        metric Array(LowCardinality(String)),
+        metric_version Array(UInt32),
+        status Array(LowCardinality(String)),
+        value Array(Nullable(Float64)),
+        passed Array(Nullable(UInt8)),
+        detail Array(String),
+        judge_model Array(LowCardinality(String)),
+        judge_prompt_version Array(LowCardinality(String)),
+        judge_decoding Array(String),
+        ingested_at DateTime64(3, 'UTC')
+      ) ENGINE = ReplacingMergeTree(ingested_at) ORDER BY (run_id, attempt_uid, grading_version, kind) ${dedup}`,
+      // what is stored moves over whole: a row per attempt, version and kind, its metrics in name order
+      `INSERT INTO attempt_metrics
+        SELECT attempt_uid, run_id, config_id, suite, task_id, attempt, grading_version, kind,
+          arrayMap(m -> m.1, ms), arrayMap(m -> m.2, ms), arrayMap(m -> m.3, ms), arrayMap(m -> m.4, ms), arrayMap(m -> m.5, ms),
+          arrayMap(m -> m.6, ms), arrayMap(m -> m.7, ms), arrayMap(m -> m.8, ms), arrayMap(m -> m.9, ms), ingested
+        FROM (
+          SELECT attempt_uid, run_id, config_id, suite, task_id, attempt, grading_version, kind,
+            arraySort(groupArray((metric, metric_version, status, value, passed, detail, judge_model, judge_prompt_version, judge_decoding))) AS ms,
+            max(ingested_at) AS ingested
+          FROM metrics FINAL
+          GROUP BY attempt_uid, run_id, config_id, suite, task_id, attempt, grading_version, kind
+        )`,
+      'DROP TABLE IF EXISTS metrics',
+      // every query and report that read the metrics table reads the same rows from here (FINAL is applied inside)
+      `CREATE VIEW IF NOT EXISTS metrics AS
+        SELECT attempt_uid, run_id, config_id, suite, task_id, attempt, grading_version, metric, metric_version, kind, status, value, passed,
+          detail, judge_model, judge_prompt_version, judge_decoding, ingested_at
+        FROM attempt_metrics FINAL
+        ARRAY JOIN metric, metric_version, status, value, passed, detail, judge_model, judge_prompt_version, judge_decoding`,
+    ],
+    down: [
+      'DROP VIEW IF EXISTS metrics',
+      METRICS_TABLE,
+      `INSERT INTO metrics
+        SELECT attempt_uid, run_id, config_id, suite, task_id, attempt, grading_version, metric, metric_version, kind, status, value, passed,
+          detail, judge_model, judge_prompt_version, judge_decoding, ingested_at
+        FROM attempt_metrics FINAL
+        ARRAY JOIN metric, metric_version, status, value, passed, detail, judge_model, judge_prompt_version, judge_decoding`,
+      'DROP TABLE IF EXISTS attempt_metrics',
     ],
   },
 ]

@@ -133,7 +133,7 @@ export async function agreementCounts(reader: StoreReader, runId: string, gradin
        FROM ${table} FINAL WHERE run_id = {run:String} AND grading_version = {v:UInt32}
      ) AS a
      LEFT JOIN (
-       SELECT attempt_uid, toInt8(argMax(passed, grading_version)) AS passed FROM metrics FINAL
+       SELECT attempt_uid, toInt8(argMax(passed, grading_version)) AS passed FROM metrics
        WHERE run_id = {run:String} AND grading_version <= {v:UInt32} AND metric = 'correctness' AND status = 'scored'
        GROUP BY attempt_uid
      ) AS m ON m.attempt_uid = a.attempt_uid

@@ -9,7 +9,7 @@ import { counts } from '../format.js'
 export default class Regrade extends ForgeCommand {
   static override summary = "Grade a run's stored traces again with the current graders, invariants and metrics, into a new grading version; no agent runs."
   static override description =
-    'The new version is stored as new rows (attempt_grades, metrics, judgements); the original attempt rows stay. Attempts ' +
+    'The new version is stored as new rows (attempt_grades, attempt_metrics, judgements); the original attempt rows stay. Attempts ' +
     'whose stored evidence cannot support the current graders (a task removed, an environment view or query that was not ' +
     'captured) are listed, not guessed. forge judge-agreement and forge review list read the new version.'
   static override examples = ['<%= config.bin %> regrade', '<%= config.bin %> regrade --run-id <run-id> --json', '<%= config.bin %> regrade --dry-run']

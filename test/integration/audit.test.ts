@@ -89,6 +89,12 @@ describe('forge audit verify', () => {
       detail: /^row traces .+: stored changed$/,
     },
     {
+      name: 'an edited metric (one row of arrays per attempt and kind)',
+      sql: (uid) => [`ALTER TABLE attempt_metrics UPDATE passed = arrayMap(p -> if(isNull(p), p, 1 - p), passed) WHERE attempt_uid = '${uid}' AND kind = 'deterministic' SETTINGS mutations_sync = 1`],
+      kind: 'edited_field',
+      detail: /^row attempt_metrics .+@v1\/deterministic: passed changed$/,
+    },
+    {
       name: 'a deleted row',
       sql: (uid) => [`ALTER TABLE tool_calls DELETE WHERE attempt_uid = '${uid}' AND call_index = 0 SETTINGS mutations_sync = 1`],
       kind: 'missing_row',

@@ -116,7 +116,9 @@ ${REPLICAS.map((host) => `        <replica><host>${host}</host><port>9000</port>
 }
 
 /** every table the migrations make (test/integration/migrations.test.ts lists the same on chDB) */
-const TABLES = ['attempt_grades', 'attempts', 'audit_chain', 'audit_entries', 'baselines', 'judgements', 'metrics', 'review_resolutions', 'runs', 'sweep_cells', 'sweeps', 'tool_calls', 'traces']
+const TABLES = ['attempt_grades', 'attempt_metrics', 'attempts', 'audit_chain', 'audit_entries', 'baselines', 'judgements', 'review_resolutions', 'runs', 'sweep_cells', 'sweeps', 'tool_calls', 'traces']
+/** views over the Distributed tables, on every node */
+const VIEWS = ['metrics']
 
 describe('the cluster DDL on a ClickHouse cluster (testcontainers)', () => {
   it.skipIf(!docker)(
@@ -166,7 +168,7 @@ describe('the cluster DDL on a ClickHouse cluster (testcontainers)', () => {
         expect(await migrate(ch1!, Infinity, { cluster: CLUSTER })).toEqual(migrations.map((m) => m.version))
 
         // every table on both nodes: <table> Distributed over <table>_local, and the replicated ledger
-        const expected = [...TABLES.flatMap((t) => [[t, 'Distributed'], [`${t}_local`, 'ReplicatedReplacingMergeTree']]), ['schema_migrations', 'ReplicatedReplacingMergeTree']].sort(([a = ''], [b = '']) =>
+        const expected = [...TABLES.flatMap((t) => [[t, 'Distributed'], [`${t}_local`, 'ReplicatedReplacingMergeTree']]), ...VIEWS.map((v) => [v, 'View']), ['schema_migrations', 'ReplicatedReplacingMergeTree']].sort(([a = ''], [b = '']) =>
           // ClickHouse orders names by their bytes
           a < b ? -1 : a > b ? 1 : 0,
         )

@@ -4,6 +4,11 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openClickHouse, queryRows, type ClickHouseClient } from '../../store/clickhouse.js'
 import { migrate, migrations, rollback } from '../../store/migrations.js'
+import { contentHashOf, extendChain, manifestOf, verifyAudit, type AuditEntry } from '../../core/audit.js'
+import type { MetricValue } from '../../core/contracts/index.js'
+import { auditRowsOfRun, insertAuditEntries, insertAuditLinks } from '../../store/audit.js'
+import { directReader } from '../../store/clickhouse.js'
+import { metricRowsOf, metricsToRows } from '../../store/grading-converters.js'
 
 let dir: string
 let client: ClickHouseClient
@@ -27,7 +32,7 @@ describe('ClickHouse migrations (chDB)', () => {
   it('applies every migration once, in order, and is a no-op the second time', async () => {
     expect(await migrate(client)).toEqual(migrations.map((m) => m.version))
     expect(await migrate(client)).toEqual([])
-    expect(await tables()).toEqual(['attempt_grades', 'attempts', 'audit_chain', 'audit_entries', 'baselines', 'judgements', 'metrics', 'review_resolutions', 'runs', 'sweep_cells', 'sweeps', 'tool_calls', 'traces'])
+    expect(await tables()).toEqual(['attempt_grades', 'attempt_metrics', 'attempts', 'audit_chain', 'audit_entries', 'baselines', 'judgements', 'metrics', 'review_resolutions', 'runs', 'sweep_cells', 'sweeps', 'tool_calls', 'traces'])
   })
 
   it('rolls back newest first and re-applies', async () => {
@@ -35,7 +40,7 @@ describe('ClickHouse migrations (chDB)', () => {
     expect(await tables()).toEqual(['runs'])
     expect(await runColumns()).not.toContain('suite_hash')
     expect(await migrate(client)).toEqual(migrations.map((m) => m.version).filter((v) => v > 1))
-    expect(await tables()).toEqual(['attempt_grades', 'attempts', 'audit_chain', 'audit_entries', 'baselines', 'judgements', 'metrics', 'review_resolutions', 'runs', 'sweep_cells', 'sweeps', 'tool_calls', 'traces'])
+    expect(await tables()).toEqual(['attempt_grades', 'attempt_metrics', 'attempts', 'audit_chain', 'audit_entries', 'baselines', 'judgements', 'metrics', 'review_resolutions', 'runs', 'sweep_cells', 'sweeps', 'tool_calls', 'traces'])
   })
 
   it('adds the comparability stamps to runs, with defaults for rows written before them', async () => {
@@ -107,5 +112,71 @@ describe('ClickHouse migrations (chDB)', () => {
     expect(await migrate(client, 11)).toEqual([11])
     const [run] = await queryRows<Record<string, unknown>>(client, "SELECT planned_attempts, final_stored, missing_count, missing_sample, harness_errors FROM runs FINAL WHERE run_id = 'old'")
     expect(run).toEqual({ planned_attempts: 0, final_stored: 0, missing_count: 0, missing_sample: [], harness_errors: 0 })
+  })
+
+  it('issue 15: moves stored metric rows into attempt_metrics whole; the metrics view gives the same rows; a run audited over per-metric rows still verifies', async () => {
+    await rollback(client, 11)
+    expect(await tables()).not.toContain('attempt_metrics')
+    const key = { attempt_uid: 'm15/c/t/0', run_id: 'm15', config_id: 'c', suite: 's', task_id: 't', attempt: 0 }
+    const judge = { model: 'judge-1', prompt_version: 'judge-metrics/1', decoding: { temperature: 0 } }
+    const metrics: MetricValue[] = [
+      { metric: 'tool_error_rate', version: 1, kind: 'deterministic', status: 'scored', value: 0, passed: true, detail: '0/2 calls failed', judge: null },
+      { metric: 'budget_use', version: 2, kind: 'deterministic', status: 'not_applicable', value: null, passed: null, detail: 'no budget', judge: null },
+      { metric: 'correctness', version: 1, kind: 'judge', status: 'scored', value: 0.8, passed: true, detail: '4/5', judge },
+    ]
+    // the rows the metrics table held before migration 12, one per metric, and an older version of one of them (FINAL drops it)
+    const legacy = metricsToRows(key, 1, metrics, Date.UTC(2026, 11, 1)).flatMap((r) => metricRowsOf(r as unknown as Record<string, unknown>))
+    const stale = { ...legacy[0]!, detail: 'stale', ingested_at: '2026-11-30 00:00:00.000' }
+    await client.insert({ table: 'metrics', values: [stale, ...legacy, { ...legacy[0]!, attempt_uid: 'm15/c/t/1', attempt: 1 }], format: 'JSONEachRow' })
+    const before = await queryRows<Record<string, unknown>>(client, "SELECT * FROM metrics FINAL WHERE run_id = 'm15' ORDER BY attempt_uid, metric")
+    expect(before).toHaveLength(4)
+
+    // the run was audited then: a version-2 manifest over one metrics row per metric
+    const manifest = manifestOf(
+      legacy.map((values) => ({ table: 'metrics', key: `${key.attempt_uid}@v1/${String(values['metric'])}`, values })),
+      undefined,
+      2,
+    )
+    const entry: AuditEntry = { run_id: 'm15', entry_kind: 'attempt', entry_key: key.attempt_uid, content_hash: contentHashOf(manifest), manifest }
+    const other: AuditEntry = (() => {
+      const m = manifestOf([{ table: 'metrics', key: `m15/c/t/1@v1/tool_error_rate`, values: { ...legacy[0]!, attempt_uid: 'm15/c/t/1', attempt: 1 } }], undefined, 2)
+      return { run_id: 'm15', entry_kind: 'attempt', entry_key: 'm15/c/t/1', content_hash: contentHashOf(m), manifest: m }
+    })()
+    const { links, head } = extendChain('m15', undefined, [entry, other])
+    await insertAuditEntries(client, [entry, other], Date.now())
+    await insertAuditLinks(client, links, Date.now())
+
+    expect(await migrate(client)).toEqual([12])
+    expect(await tables()).toContain('attempt_metrics')
+    const moved = await queryRows<Record<string, unknown>>(
+      client,
+      "SELECT attempt_uid, kind, metric, metric_version, status, value, passed, detail, judge_model FROM attempt_metrics FINAL WHERE run_id = 'm15' ORDER BY attempt_uid, kind",
+    )
+    expect(moved).toEqual([
+      { attempt_uid: 'm15/c/t/0', kind: 'deterministic', metric: ['budget_use', 'tool_error_rate'], metric_version: [2, 1], status: ['not_applicable', 'scored'], value: [null, 0], passed: [null, 1], detail: ['no budget', '0/2 calls failed'], judge_model: ['', ''] },
+      { attempt_uid: 'm15/c/t/0', kind: 'judge', metric: ['correctness'], metric_version: [1], status: ['scored'], value: [0.8], passed: [1], detail: ['4/5'], judge_model: ['judge-1'] },
+      { attempt_uid: 'm15/c/t/1', kind: 'deterministic', metric: ['tool_error_rate'], metric_version: [1], status: ['scored'], value: [0], passed: [1], detail: ['0/2 calls failed'], judge_model: [''] },
+    ])
+    // the view: the same rows as before, with or without FINAL
+    expect(await queryRows(client, "SELECT * FROM metrics WHERE run_id = 'm15' ORDER BY attempt_uid, metric")).toEqual(before)
+    expect(await queryRows(client, "SELECT * FROM metrics FINAL WHERE run_id = 'm15' ORDER BY attempt_uid, metric")).toEqual(before)
+
+    const check = async () => {
+      const { rows, unclaimed } = await auditRowsOfRun(directReader(client), 'm15', [entry, other])
+      return verifyAudit({ runId: 'm15', head, signature: '', links, entries: [entry, other], rows, unclaimed })
+    }
+    expect((await check()).problems).toEqual([])
+    // an edit after the migration is still named by the metric it hit
+    await client.command({ query: "ALTER TABLE attempt_metrics UPDATE detail = ['no budget', 'forged'] WHERE attempt_uid = 'm15/c/t/0' AND kind = 'deterministic' SETTINGS mutations_sync = 1" })
+    const report = await check()
+    expect(report.intact).toBe(false)
+    expect(report.problems.map((p) => `${p.kind} ${p.detail}`)).toEqual(['edited_field row metrics m15/c/t/0@v1/tool_error_rate: detail changed'])
+
+    // and back: the metrics table again, holding the same rows
+    expect(await rollback(client, 11)).toEqual([12])
+    expect(await tables()).not.toContain('attempt_metrics')
+    const back = await queryRows<Record<string, unknown>>(client, "SELECT * FROM metrics FINAL WHERE run_id = 'm15' ORDER BY attempt_uid, metric")
+    expect(back.map((r) => ({ ...r, ingested_at: undefined, detail: undefined }))).toEqual(before.map((r) => ({ ...r, ingested_at: undefined, detail: undefined })))
+    expect(await migrate(client)).toEqual([12])
   })
 })

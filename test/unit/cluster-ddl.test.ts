@@ -33,21 +33,36 @@ describe('cluster DDL', () => {
     expect(one('DROP TABLE IF EXISTS runs')).toEqual(['DROP TABLE IF EXISTS runs ON CLUSTER forge SYNC', 'DROP TABLE IF EXISTS runs_local ON CLUSTER forge SYNC'])
   })
 
+  it('creates and drops a view on every node, and moves rows once through the Distributed tables', () => {
+    expect(one('CREATE VIEW IF NOT EXISTS metrics AS\n  SELECT a FROM attempt_metrics FINAL ARRAY JOIN a')).toEqual(['CREATE VIEW IF NOT EXISTS metrics ON CLUSTER forge AS SELECT a FROM attempt_metrics FINAL ARRAY JOIN a'])
+    expect(one('DROP VIEW IF EXISTS metrics')).toEqual(['DROP VIEW IF EXISTS metrics ON CLUSTER forge SYNC'])
+    expect(one('INSERT INTO attempt_metrics SELECT a FROM metrics FINAL')).toEqual(['INSERT INTO attempt_metrics SELECT a FROM metrics FINAL'])
+  })
+
   it('has a cluster form for every statement of every migration (the same migrations run for both)', () => {
     for (const m of migrations) {
       for (const sql of [...m.up, ...m.down]) {
         const statements = clusterStatements(sql, { cluster: 'forge', keeperPath: '/ch/forge/' })
-        expect(statements.length, `migration ${m.version}: ${sql.slice(0, 60)}`).toBe(2)
-        for (const s of statements) expect(s).toContain(' ON CLUSTER forge')
+        const kind = sql.trim().split(/\s+/).slice(0, 2).join(' ')
+        // a table is two (replicated local + Distributed); a view one, ON CLUSTER; moving rows one, not ON CLUSTER
+        const expected = kind === 'INSERT INTO' ? 1 : kind === 'CREATE VIEW' || kind === 'DROP VIEW' ? 1 : 2
+        expect(statements.length, `migration ${m.version}: ${sql.slice(0, 60)}`).toBe(expected)
+        for (const s of statements) {
+          if (kind === 'INSERT INTO') expect(s).not.toContain(' ON CLUSTER')
+          else expect(s).toContain(' ON CLUSTER forge')
+        }
         expect(statements.join(' ')).not.toContain('non_replicated_deduplication_window')
-        if (sql.trim().startsWith('CREATE')) expect(statements[0]).toContain("'/ch/forge/{shard}/{database}/")
+        if (kind === 'CREATE TABLE') expect(statements[0]).toContain("'/ch/forge/{shard}/{database}/")
       }
     }
   })
 
   it('refuses a statement it cannot translate, naming it', () => {
-    expect(() => one('CREATE VIEW v AS SELECT 1')).toThrow(ClusterDdlError)
-    expect(() => one('CREATE VIEW v AS SELECT 1')).toThrow('no cluster form for this migration statement (CREATE TABLE … ReplacingMergeTree, ALTER TABLE or DROP TABLE only): CREATE VIEW v AS SELECT 1')
+    expect(() => one('CREATE MATERIALIZED VIEW v AS SELECT 1')).toThrow(ClusterDdlError)
+    expect(() => one('CREATE MATERIALIZED VIEW v AS SELECT 1')).toThrow(
+      'no cluster form for this migration statement (CREATE TABLE … ReplacingMergeTree, ALTER TABLE, DROP TABLE, CREATE VIEW, DROP VIEW or INSERT INTO … SELECT only): CREATE MATERIALIZED VIEW v AS SELECT 1',
+    )
+    expect(() => one('INSERT INTO t VALUES (1)')).toThrow(ClusterDdlError)
     expect(() => clusterStatements('DROP TABLE IF EXISTS t', { cluster: 'bad-name' })).toThrow('"bad-name" is not a plain identifier')
   })
 

@@ -3,20 +3,55 @@ import { describe, expect, it } from 'vitest'
 import { AgentTrace, StoredTrace, type AttemptResult, type Judgement, type MetricValue, type ReviewResolution } from '../../core/contracts/index.js'
 import type { EnvironmentView } from '../../core/env-diff.js'
 import { tier2Status } from '../../core/judge/divergence.js'
-import { judgementToRow, metricsToRows, regradeToRow, resolutionToRow, rowToJudgement, rowToMetric, rowToResolution, storedTraceToRow } from '../../store/grading-converters.js'
+import { judgementToRow, metricRowsOf, metricsToRows, regradeToRow, resolutionToRow, rowToJudgement, rowToMetric, rowToResolution, storedTraceToRow, type MetricRow } from '../../store/grading-converters.js'
 import { storedTraceOf } from '../../engine/trace-store.js'
 
 const key = { attempt_uid: 'r1/c0/t1/2', run_id: 'r1', config_id: 'c0', suite: 'smoke', task_id: 't1', attempt: 2 }
 const stamp = { model: 'judge-1', prompt_version: 'judge-metrics/1', decoding: { temperature: 0, max_tokens: 64 } }
 
 describe('grading converters', () => {
-  it('round-trips metric rows, booleans as 0/1 and the judge stamp in columns', () => {
+  it('stores an attempt\'s metrics as one row per kind, columns as arrays, and reads them back one per metric', () => {
     const metrics: MetricValue[] = [
       { metric: 'correctness', version: 1, kind: 'judge', status: 'scored', value: 0.75, passed: true, detail: '4/5: fine', judge: stamp },
       { metric: 'token_budget_use', version: 1, kind: 'deterministic', status: 'not_applicable', value: null, passed: null, detail: 'no max_tokens', judge: null },
+      { metric: 'tool_error_rate', version: 2, kind: 'deterministic', status: 'scored', value: 0, passed: false, detail: '', judge: null },
     ]
     const rows = metricsToRows(key, 3, metrics, Date.UTC(2026, 10, 30, 3, 0, 0))
-    expect(rows[0]).toEqual({
+    expect(rows).toEqual([
+      {
+        ...key,
+        grading_version: 3,
+        kind: 'deterministic',
+        metric: ['token_budget_use', 'tool_error_rate'],
+        metric_version: [1, 2],
+        status: ['not_applicable', 'scored'],
+        value: [null, 0],
+        passed: [null, 0],
+        detail: ['no max_tokens', ''],
+        judge_model: ['', ''],
+        judge_prompt_version: ['', ''],
+        judge_decoding: ['', ''],
+        ingested_at: '2026-11-30 03:00:00.000',
+      },
+      {
+        ...key,
+        grading_version: 3,
+        kind: 'judge',
+        metric: ['correctness'],
+        metric_version: [1],
+        status: ['scored'],
+        value: [0.75],
+        passed: [1],
+        detail: ['4/5: fine'],
+        judge_model: ['judge-1'],
+        judge_prompt_version: ['judge-metrics/1'],
+        judge_decoding: ['{"temperature":0,"max_tokens":64}'],
+        ingested_at: '2026-11-30 03:00:00.000',
+      },
+    ])
+    // what the metrics view gives for them: one row per metric, every other column repeated
+    const perMetric = rows.flatMap((r) => metricRowsOf(r as unknown as Record<string, unknown>))
+    expect(perMetric[2]).toEqual({
       ...key,
       grading_version: 3,
       metric: 'correctness',
@@ -31,7 +66,8 @@ describe('grading converters', () => {
       judge_decoding: '{"temperature":0,"max_tokens":64}',
       ingested_at: '2026-11-30 03:00:00.000',
     })
-    expect(rows.map(rowToMetric)).toEqual(metrics)
+    expect(perMetric.map((r) => rowToMetric(r as unknown as MetricRow))).toEqual([metrics[1], metrics[2], metrics[0]])
+    expect(metricsToRows(key, 1, [], 0)).toEqual([])
   })
   it('round-trips a judgement with its tier-2 result and review packet', () => {
     const judgement: Judgement = {
