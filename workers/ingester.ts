@@ -119,14 +119,18 @@ function answerPings(nc: NatsConnection, servesQueries: boolean, stats: Ingester
 }
 
 /**
- * One insert round at a time, and what arrives meanwhile goes whole into the next batch: batches
- * grow with load instead of queueing up tiny ones. A round inserts the waiting messages (at most
- * `batchSize` per insert), then the grading lane when it is due.
+ * One insert round at a time. What arrives during a round waits for its own window (from its first
+ * message) unless it fills a batch, the stream goes quiet or someone waits for the store: a round
+ * costs ~10–15 ms of chDB CPU per table whatever its size, and inserting whatever had arrived
+ * meanwhile made three rounds in four of a busy 1,000-attempt run hold a few attempts each (issue 15).
+ * A round inserts the waiting messages (at most `batchSize` per insert), then the grading lane when
+ * it is due.
  */
 /**
- * How long the first message of a batch waits for more: a chDB insert costs ~7–12 ms whatever its
- * size, so at a few hundred attempts/s a 50 ms window spent ~0.4 ms of ingester CPU per attempt on
- * inserts of ~15 rows; 200 ms makes batches 4× larger for 150 ms more until a result is visible.
+ * How long the first message of a batch waits for more: a chDB insert into a wide table costs
+ * ~10–15 ms whatever its size, so at a few hundred attempts/s a 50 ms window spent ~0.4 ms of
+ * ingester CPU per attempt on inserts of ~15 rows; 200 ms makes batches 4× larger for 150 ms more
+ * until a result is visible.
  */
 export const INSERT_WINDOW_MS = 200
 
@@ -161,6 +165,11 @@ export function createInsertRounds(
   // the stream went quiet (QUIET_MS without a message): what waits goes in now, grading rows too, so
   // the end of a run is stored at once while a busy stream still fills its batches
   let quiet = false
+  // when the oldest message waiting came in: what arrives during a round waits for the rest of its window after it
+  let firstAt = 0
+  const armWindow = (): void => {
+    if (!timer && buffer.length > 0) timer = setTimeout(() => void flush(), Math.max(0, flushIntervalMs - (Date.now() - firstAt)))
+  }
   const flush = (): Promise<void> => {
     if (timer) clearTimeout(timer)
     timer = undefined
@@ -170,12 +179,18 @@ export function createInsertRounds(
       return Promise.resolve()
     }
     running = (async () => {
-      while (buffer.length > 0 || grading.due(stopping || quiet)) {
-        if (buffer.length > 0) await ingest(buffer.splice(0, batchSize))
+      // the batch this round was started for; after it only a full batch, a quiet stream, a flush request or the end goes in at once
+      let take = buffer.length > 0
+      while (take || grading.due(stopping || quiet)) {
+        if (take) await ingest(buffer.splice(0, batchSize))
         if (grading.due(stopping || quiet)) await grading.ingest()
+        take = buffer.length >= batchSize || (buffer.length > 0 && (stopping || quiet))
       }
     })().finally(() => {
       running = undefined
+      // the stream went quiet (or someone asked) after the round's last look: what came meanwhile goes in now
+      if (buffer.length > 0 && (stopping || quiet)) void flush()
+      else armWindow()
       grading.schedule(flush)
     })
     return running
@@ -183,6 +198,7 @@ export function createInsertRounds(
   let urgentUntil = 0
   return {
     add(msg: JsMsg): void {
+      if (buffer.length === 0) firstAt = Date.now()
       buffer.push(msg)
       quiet = false
       if (quietTimer) clearTimeout(quietTimer)
@@ -195,7 +211,7 @@ export function createInsertRounds(
         Date.now() < urgentUntil ? URGENT_QUIET_MS : QUIET_MS,
       )
       if (buffer.length >= batchSize) void flush()
-      else if (!timer) timer = setTimeout(() => void flush(), flushIntervalMs)
+      else armWindow()
     },
     /** someone waits for the store: insert what waits now, grading rows too, and keep quiet windows short for a while */
     urgent(): Promise<void> {

@@ -65,4 +65,67 @@ describe('ingester insert rounds', () => {
     expect(inserted).toEqual([])
     expect(grading.inserts).toBe(0)
   })
+
+  it('what arrives during a round waits for its own window instead of going in right after it (issue 15)', async () => {
+    const inserted: string[][] = []
+    let release: () => void = () => undefined
+    const lane = { due: () => false, ingest: async () => undefined, schedule: () => undefined, cancelSchedule: () => undefined }
+    // a round that lasts until the test releases it
+    const r = createInsertRounds(3, 1_000, lane, async (batch) => {
+      inserted.push(batch.map((m) => (m as unknown as { id: string }).id))
+      await new Promise<void>((resolve) => (release = resolve))
+    })
+    // a busy stream: a message every QUIET_MS / 2, so it never goes quiet
+    const busy = (id: string) => r.add({ id } as unknown as JsMsg)
+    busy('a')
+    await vi.advanceTimersByTimeAsync(QUIET_MS / 2)
+    busy('b')
+    await vi.advanceTimersByTimeAsync(QUIET_MS / 2)
+    busy('c') // a full batch: in at once
+    expect(inserted).toEqual([['a', 'b', 'c']])
+    await vi.advanceTimersByTimeAsync(QUIET_MS / 2)
+    busy('d') // arrives during the round: its window starts now
+    await vi.advanceTimersByTimeAsync(QUIET_MS / 2)
+    release()
+    await vi.advanceTimersByTimeAsync(0)
+    // the round is over; d is not inserted right after it
+    expect(inserted).toEqual([['a', 'b', 'c']])
+    for (let t = QUIET_MS; t < 1_000 - QUIET_MS / 2; t += QUIET_MS / 2) {
+      busy(`x${t}`)
+      await vi.advanceTimersByTimeAsync(QUIET_MS / 2)
+      if (inserted.length > 1) break
+    }
+    // d's window (1,000 ms from its arrival) or a full batch, whichever came first: here the batch of 3
+    expect(inserted[1]).toEqual(['d', 'x100', 'x150'])
+    release()
+    await vi.advanceTimersByTimeAsync(0)
+  })
+
+  it('a message that arrives during a round goes in when its window ends, even if the stream stays busy', async () => {
+    const inserted: string[][] = []
+    let release: () => void = () => undefined
+    const lane = { due: () => false, ingest: async () => undefined, schedule: () => undefined, cancelSchedule: () => undefined }
+    const r = createInsertRounds(1_000, 400, lane, async (batch) => {
+      inserted.push(batch.map((m) => (m as unknown as { id: string }).id))
+      await new Promise<void>((resolve) => (release = resolve))
+    })
+    const msg = (id: string) => ({ id }) as unknown as JsMsg
+    let n = 0
+    const tick = async (ms: number) => {
+      for (let t = 0; t < ms; t += 50) {
+        r.add(msg(`m${n++}`))
+        await vi.advanceTimersByTimeAsync(50)
+      }
+    }
+    await tick(400) // m0..m7: the first window ends at 400 ms
+    expect(inserted.map((b) => b.length)).toEqual([8])
+    await tick(100) // m8, m9 arrive during the round
+    release()
+    await tick(250) // the round ended at ~500 ms; m8's window ends at ~800 ms
+    expect(inserted.map((b) => b.length)).toEqual([8])
+    await tick(100)
+    expect(inserted.map((b) => b.length)).toEqual([8, 8])
+    release()
+    await vi.advanceTimersByTimeAsync(0)
+  })
 })
