@@ -47,7 +47,9 @@ describe("the cluster DDL in ClickHouse's own parser (chDB)", () => {
       } catch (error) {
         throw new Error(`migration ${version}: ClickHouse cannot parse\n  ${s}\n${(error as Error).message}`)
       }
-      expect(text, s).toContain(' ON CLUSTER forge ')
+      // moving rows between tables runs once, through the Distributed tables; everything else on every node
+      if (text.startsWith('INSERT INTO ')) expect(text, s).not.toContain(' ON CLUSTER ')
+      else expect(text, s).toContain(' ON CLUSTER forge ')
       // what was parsed is what ClickHouse prints back, and that reads back the same
       expect(parsed(text), s).toBe(text)
       if (/^CREATE TABLE IF NOT EXISTS \w+_local /.test(text) || text.includes('schema_migrations')) {
