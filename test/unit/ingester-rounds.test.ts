@@ -20,6 +20,18 @@ function rounds() {
   return { r, msg, inserted, grading }
 }
 
+/** Insert rounds (no grading rows) whose every insert lasts until the test calls `release`. */
+function heldRounds(batchSize: number, windowMs: number) {
+  const inserted: string[][] = []
+  let finish: () => void = () => undefined
+  const lane = { due: () => false, ingest: async () => undefined, schedule: () => undefined, cancelSchedule: () => undefined }
+  const r = createInsertRounds(batchSize, windowMs, lane, async (batch) => {
+    inserted.push(batch.map((m) => (m as unknown as { id: string }).id))
+    await new Promise<void>((resolve) => (finish = resolve))
+  })
+  return { r, inserted, release: () => finish() }
+}
+
 describe('ingester insert rounds', () => {
   beforeEach(() => void vi.useFakeTimers())
   afterEach(() => void vi.useRealTimers())
@@ -67,14 +79,7 @@ describe('ingester insert rounds', () => {
   })
 
   it('what arrives during a round waits for its own window instead of going in right after it (issue 15)', async () => {
-    const inserted: string[][] = []
-    let release: () => void = () => undefined
-    const lane = { due: () => false, ingest: async () => undefined, schedule: () => undefined, cancelSchedule: () => undefined }
-    // a round that lasts until the test releases it
-    const r = createInsertRounds(3, 1_000, lane, async (batch) => {
-      inserted.push(batch.map((m) => (m as unknown as { id: string }).id))
-      await new Promise<void>((resolve) => (release = resolve))
-    })
+    const { r, inserted, release } = heldRounds(3, 1_000)
     // a busy stream: a message every QUIET_MS / 2, so it never goes quiet
     const busy = (id: string) => r.add({ id } as unknown as JsMsg)
     busy('a')
@@ -102,13 +107,7 @@ describe('ingester insert rounds', () => {
   })
 
   it('a message that arrives during a round goes in when its window ends, even if the stream stays busy', async () => {
-    const inserted: string[][] = []
-    let release: () => void = () => undefined
-    const lane = { due: () => false, ingest: async () => undefined, schedule: () => undefined, cancelSchedule: () => undefined }
-    const r = createInsertRounds(1_000, 400, lane, async (batch) => {
-      inserted.push(batch.map((m) => (m as unknown as { id: string }).id))
-      await new Promise<void>((resolve) => (release = resolve))
-    })
+    const { r, inserted, release } = heldRounds(1_000, 400)
     const msg = (id: string) => ({ id }) as unknown as JsMsg
     let n = 0
     const tick = async (ms: number) => {
