@@ -5,8 +5,7 @@
  * `forge run` does, completeness check included. `workers: 0` starts none: the run's workers run
  * elsewhere (a fleet), and while none polls its task queue it says so (app/fleet-workers.ts).
  */
-import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client'
-import { defaultPayloadConverter } from '@temporalio/common'
+import type { WorkflowHandle } from '@temporalio/client'
 import { join } from 'node:path'
 import type { ForgeConfig } from '../config/index.js'
 import { ConfigError } from '../core/errors.js'
@@ -31,6 +30,8 @@ export interface ResumeOptions {
 export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEvent: (event: RunEvent) => void = () => undefined, signal?: AbortSignal): Promise<RunReport> {
   if (!Number.isInteger(opts.workers) || opts.workers < 0 || opts.workers > 256) throw new ConfigError(`--workers must be a whole number from 0 to 256, got ${opts.workers}`)
   const endpoints = await runEndpoints(config, opts.workers, (message) => onEvent({ kind: 'stack', message }))
+  // the SDK, loaded only here: `forge run` (which imports this module) goes without it on the local stack
+  const [{ Client, Connection, WorkflowNotFoundError }, { sdkRunHandle }] = await Promise.all([import('@temporalio/client'), import('./run-temporal-sdk.js')])
   const connection = await Connection.connect(temporalConnectOptions(endpoints.temporalAddress))
   const nc = await connectBus(endpoints.natsUrl, 'forge-resume')
   const supervisor = endpoints.local ? superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) }) : undefined
@@ -75,7 +76,7 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
       onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
     }
     onEvent({ kind: 'notice', message: `resumed run ${plan.run_id} (${running ? 'still running' : 'already ended'})` })
-    const result = await awaitRunResult(handle, plan.run_id, signal, (message) => onEvent({ kind: 'stack', message }))
+    const result = await awaitRunResult(sdkRunHandle(handle), plan.run_id, signal, (message) => onEvent({ kind: 'stack', message }))
     progress.stop()
     return await reportRun(config, plan, result, Date.now() - started, opts.ingest_timeout_ms ?? 120_000, onEvent)
   } finally {
@@ -92,5 +93,6 @@ async function planOf(handle: WorkflowHandle<typeof RunWorkflow>): Promise<RunPl
   const history = await handle.fetchHistory()
   const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]
   if (payload === undefined || payload === null) throw new Error(`the workflow ${handle.workflowId} has no input in its history`)
+  const { defaultPayloadConverter } = await import('@temporalio/common')
   return defaultPayloadConverter.fromPayload<RunWorkflowInput>(payload).plan
 }

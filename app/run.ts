@@ -3,7 +3,6 @@
  * start RunWorkflow, follow progress over NATS, wait until ClickHouse holds every published attempt,
  * and answer with the run's statistics computed from ClickHouse.
  */
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { readSetting, settingsEnv, type ForgeConfig } from '../config/index.js'
@@ -15,19 +14,19 @@ import { busMaxPayload, connectBus, requestIngesterFlush, subjects, type NatsCon
 import { countAttempts, getRun } from '../store/repositories.js'
 import { isolationOf } from '../engine/sandbox/config.js'
 import { superviseStack } from '../stack/supervisor.js'
-import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import { leaveWarmWorkers } from '../stack/warm-workers.js'
-import type { RunWorkflow, RunWorkflowResult } from '../workflows/run.js'
+import type { RunWorkflowResult } from '../workflows/run.js'
 import { sealRunWhenStored, type SealReport } from './audit.js'
 import { attemptLanesFor, planRun } from './plan-run.js'
 import type { RunConfigInput } from './run-config.js'
-import { refuseReusedRunId, runIdTakenByTemporal } from './run-id.js'
+import { refuseReusedRunId } from './run-id.js'
+import { openRunTemporal, TemporalWorkflowEndedError, type RunHandle, type RunTemporal } from './run-temporal.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
 import { maxLocalWorkerProcesses, startWorkerPool, workerLayout, workerLayoutNote } from './worker-pool.js'
 import { adoptWarmWorkers, discardPreforked, preforkWorkers, settleLoadingClaims } from './worker-prefork.js'
 import { runWorkflowHost } from './workflow-host.js'
-import { refuseLocalModelWithoutWorkers, runEndpoints, watchFleetWorkers } from './fleet-workers.js'
+import { refuseLocalModelWithoutWorkers, runEndpoints } from './fleet-workers.js'
 import { tracesUrl } from './otlp.js'
 import { describeOtlpExport, followOtlpExports, type OtlpRunSummary } from './otlp-live.js'
 import { localModelConcurrency, startRunModelServer } from './local-model.js'
@@ -141,8 +140,9 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
   })
   // while it waits, forge run restarts whatever of the local stack dies (so does the stack's own supervisor)
   const supervisor = endpoints.local ? superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) }) : undefined
-  // a fleet's Temporal may want TLS or an API key (FORGE_TEMPORAL_TLS*, FORGE_TEMPORAL_API_KEY), as its workers do
-  const connection = await Connection.connect(temporalConnectOptions(endpoints.temporalAddress))
+  // the local dev server over its HTTP API when this run's workers are Forge's own; the SDK otherwise
+  // (a fleet's Temporal may want TLS or an API key, FORGE_TEMPORAL_TLS* / FORGE_TEMPORAL_API_KEY, as its workers do)
+  const temporal = await openRunTemporal(config, { address: endpoints.temporalAddress, httpUrl: pool !== undefined && endpoints.local ? endpoints.temporalHttpUrl : undefined })
   const started = Date.now()
   // the run's first workflow tasks are answered here while the workers start (app/workflow-host.ts); warm
   // workers have loaded already and serve them sooner than this process could load the SDK and the bundle
@@ -159,16 +159,14 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
       workersReady = pool.ready.then(() => onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) }))
       workersReady.catch(() => undefined)
     }
-    const client = new Client({ connection, namespace: config.temporal.namespace })
     const result = await runWorkflow(
-      client,
-      config.temporal.taskQueue,
+      temporal,
       plan,
       signal,
       workersReady,
       () => {
         onEvent({ kind: 'started', run_id: plan.run_id, tasks: tasks.length, attempts: plan.attempts, total: tasks.length * plan.attempts, workers: run.workers, seed: plan.seed })
-        if (pool === undefined) fleet = watchFleetWorkers(client, config, onEvent)
+        if (pool === undefined) fleet = temporal.watchFleet?.((message) => onEvent({ kind: 'notice', message }))
       },
       (message) => onEvent({ kind: 'stack', message }),
     ).catch(async (error: unknown) => {
@@ -206,7 +204,7 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
         // the next run forks its own
       }
     }
-    await connection.close()
+    await temporal.close()
     await nc.drain().catch(() => undefined)
   }
 }
@@ -246,19 +244,14 @@ export async function reportRun(config: ForgeConfig, plan: RunPlan, result: RunW
 
 /** Starts RunWorkflow and waits for its result; aborting `signal` cancels it. */
 async function runWorkflow(
-  client: Client,
-  taskQueue: string,
+  temporal: RunTemporal,
   plan: RunPlan,
   signal: AbortSignal | undefined,
   workersReady: Promise<void>,
   onStarted: () => void,
   onOutage: (message: string) => void,
 ): Promise<RunWorkflowResult> {
-  const handle = await client.workflow
-    .start<typeof RunWorkflow>('RunWorkflow', { taskQueue, workflowId: `forge-run-${plan.run_id}`, args: [{ plan }], workflowIdReusePolicy: 'REJECT_DUPLICATE' })
-    .catch((error: unknown) => {
-      throw error instanceof WorkflowExecutionAlreadyStartedError ? runIdTakenByTemporal(plan.run_id, error) : error
-    })
+  const handle = await temporal.start(plan)
   try {
     await workersReady
   } catch (error) {
@@ -275,7 +268,7 @@ async function runWorkflow(
  * the same address); aborting `signal` cancels the run. Throws RunFailedError when it failed or was cancelled.
  */
 export async function awaitRunResult(
-  handle: WorkflowHandle<typeof RunWorkflow>,
+  handle: RunHandle,
   runId: string,
   signal: AbortSignal | undefined,
   onOutage: (message: string) => void,
@@ -286,8 +279,8 @@ export async function awaitRunResult(
   try {
     return await retryThroughOutage(() => handle.result(), 600_000, () => onOutage('Temporal is unreachable; waiting for it to come back…'))
   } catch (error) {
-    if (error instanceof WorkflowFailedError) {
-      throw new RunFailedError(signal?.aborted === true ? `run ${runId} was cancelled; what finished is stored (forge stats --run-id ${runId})` : `run ${runId} failed: ${rootMessage(error)}`, { cause: error })
+    if (error instanceof TemporalWorkflowEndedError) {
+      throw new RunFailedError(signal?.aborted === true ? `run ${runId} was cancelled; what finished is stored (forge stats --run-id ${runId})` : `run ${runId} failed: ${error.message}`, { cause: error })
     }
     throw error
   } finally {
@@ -358,12 +351,6 @@ function isUnavailable(error: unknown): boolean {
 export class RunFailedError extends ForgeError {
   override name = 'RunFailedError'
   readonly kind = 'run_failed'
-}
-
-function rootMessage(error: Error): string {
-  let current: unknown = error
-  while (current instanceof Error && current.cause instanceof Error) current = current.cause
-  return current instanceof Error ? current.message : String(current)
 }
 
 /** Counts finished attempts per task from live progress events; duplicates (retries) count once. */

@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { findBinary } from './binaries.js'
 import { settingsEnv, type ForgeConfig } from '../config/index.js'
 import { StackStartError } from './errors.js'
+import { temporalHttpClient } from './temporal-http.js'
 import { distEntry } from './paths.js'
 import { stopWarmWorkers, warmWorkers } from './warm-workers.js'
 import { busAccessEnv, ensureBusSecrets, natsAuthorization, registerLocalBus } from '../store/bus-auth.js'
@@ -51,6 +52,8 @@ export interface ModelServerEntry extends ProcessEntry {
 
 export interface Endpoints {
   temporalAddress: string
+  /** the HTTP API of a dev server this stack started (http://127.0.0.1:PORT): `forge run` starts and follows its workflow there */
+  temporalHttpUrl?: string
   natsUrl: string
   /** true when this stack's ingester owns the embedded store (read through it over NATS) */
   ingesterRunning: boolean
@@ -152,6 +155,8 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
     const moved = (name: string, from: string, to: string): string => `${from} was taken: ${name} now listens on ${to} (running workers and CLIs keep calling the old address)`
 
     let temporalAddress = config.temporal.address
+    let temporalHttpUrl: string | undefined
+    let temporalStarted = false
     if (!temporalAddress) {
       const previous = state.temporal
       if (!isAlive(state.temporal)) {
@@ -161,8 +166,10 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
         state.temporal = started
         state.addresses = { ...state.addresses, temporal: started.ports }
         writeStackState(config.home, state)
+        temporalStarted = true
       }
       temporalAddress = state.temporal.address
+      temporalHttpUrl = httpUrlOf(state.temporal)
     }
 
     let natsUrl = config.natsUrl
@@ -193,7 +200,9 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
     for (let tries = 1; ; tries++) {
       const local = config.temporal.address ? undefined : state.temporal
       try {
-        await waitForTemporal(temporalAddress, config.temporal.namespace, local && (() => isAlive(local)))
+        // a dev server that runs already answers on its HTTP API, which is what `forge run` calls (a CLI
+        // then loads no gRPC SDK); one this call started is asked over gRPC too, which its workers use
+        await waitForTemporal(temporalAddress, config.temporal.namespace, local && (() => isAlive(local)), temporalStarted ? undefined : temporalHttpUrl)
         break
       } catch (error) {
         if (!(error instanceof TemporalExitedError) || local === undefined) throw error
@@ -201,9 +210,10 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
         log(`the Temporal dev server exited while starting (${local.log}): starting it again…`)
         state.temporal = await startTemporal(config, local.ports)
         writeStackState(config.home, state)
+        temporalHttpUrl = httpUrlOf(state.temporal)
       }
     }
-    return { temporalAddress, natsUrl, ingesterRunning: true }
+    return { temporalAddress, natsUrl, ingesterRunning: true, ...(temporalHttpUrl !== undefined ? { temporalHttpUrl } : {}) }
   })
 }
 
@@ -444,7 +454,32 @@ function canConnect(port: number): Promise<boolean> {
 /** The local Temporal dev server exited before it served its namespace. */
 class TemporalExitedError extends StackStartError {}
 
-async function waitForTemporal(address: string, namespace: string, alive?: () => boolean): Promise<void> {
+/** Where the stack's dev server serves its HTTP API now (it may have moved with a restart); undefined when it did not start one. */
+export function currentTemporalHttpUrl(config: ForgeConfig): string | undefined {
+  if (config.temporal.address) return undefined
+  const temporal = readStackState(config.home).temporal
+  return temporal === undefined ? undefined : httpUrlOf(temporal)
+}
+
+/** The HTTP API of a dev server the stack started (its second port); none for one started before Forge recorded its ports. */
+function httpUrlOf(temporal: { ports?: number[] }): string | undefined {
+  const port = temporal.ports?.[1]
+  return port !== undefined && port > 0 ? `http://127.0.0.1:${port}` : undefined
+}
+
+async function waitForTemporal(address: string, namespace: string, alive?: () => boolean, httpUrl?: string): Promise<void> {
+  if (httpUrl !== undefined) {
+    const http = temporalHttpClient(httpUrl, namespace)
+    try {
+      // one quick answer is all a running server owes; anything else is checked the long way below
+      await http.describeNamespace()
+      return
+    } catch {
+      // restarting, or its HTTP API is not up yet
+    } finally {
+      http.close()
+    }
+  }
   const { Connection } = await import('@temporalio/client')
   const deadline = Date.now() + 60_000
   let lastError: unknown
