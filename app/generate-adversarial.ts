@@ -25,7 +25,7 @@ import {
 import type { LoadedSuite } from '../core/plugins.js'
 import { normalizeRelative } from '../core/suite-validation.js'
 import { SuiteLoadError } from '../engine/errors.js'
-import { checkSuiteWithOracle, type OracleTaskCheck } from '../engine/oracle-check.js'
+import type { OracleTaskCheck } from '../engine/oracle-check.js'
 import { loadSuite } from '../engine/suite-loader.js'
 import { ConfigError } from '../stack/errors.js'
 import { invariantsModuleSource, toolsModuleSource } from './adversarial-modules.js'
@@ -125,6 +125,8 @@ export async function generateAdversarialSuite(opts: GenerateAdversarialOptions)
     let dropped: { task_id: string; problems: string[] }[] = []
     let oracle: GenerateAdversarialReport['oracle'] = null
     if (opts.oracle !== false) {
+      // the oracle runs attempts: the attempt runner loads only here, not with every command that reads provenance (stats, forge run)
+      const { checkSuiteWithOracle } = await import('../engine/oracle-check.js')
       const check = await checkSuiteWithOracle(suite)
       dropped = check.tasks.filter((t) => !t.passed).map((t: OracleTaskCheck) => ({ task_id: t.task_id, problems: t.problems }))
       oracle = { checked: check.tasks.length, passed: check.passed }

@@ -28,6 +28,7 @@ import { attemptKeyFor, attemptSeedOf, type AttemptKey } from '../core/identity.
 import type { AdapterContext, AdapterOutput, AgentAdapter, LoadedSuite } from '../core/plugins.js'
 import { costOf, type PriceTable } from '../core/pricing.js'
 import { gradeAttempt, goldenTraceOf, judgementOf, type AttemptGrades } from './grading-pipeline.js'
+import { buildInvocationPayload } from './invocation-payload.js'
 import type { RateLimiter } from './judge/rate-limit.js'
 import { resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewaySummary } from './llm/gateway.js'
 import { startEnvironment, type EnvironmentSession, type EnvironmentStart } from './env/lifecycle.js'
@@ -107,23 +108,6 @@ export const LIMITS = {
 const DEFAULT_GRACE_MS = 250
 /** the one adapter that receives the task's golden trace */
 export const ORACLE_ADAPTER = 'oracle'
-
-/** The only thing the agent receives: instruction, input, allowlisted tool specs, denylist, budget. */
-export function buildInvocationPayload(task: Task, suite: LoadedSuite): InvocationPayload {
-  const tools: ToolSpec[] = task.tools.map((name) => {
-    const tool = suite.tools.get(name)
-    if (tool === undefined) throw new Error(`task "${task.id}" allows tool "${name}", which suite "${suite.name}" does not define`)
-    return { name: tool.name, description: tool.description, input_schema: structuredClone(tool.input_schema) }
-  })
-  // cloned so an agent mutating its payload cannot reach the task
-  return InvocationPayload.parse({
-    instruction: task.instruction,
-    input: structuredClone(task.input),
-    tools,
-    disallowed_tools: [...task.disallowed_tools],
-    budget: { ...task.budget },
-  })
-}
 
 /** Runs one attempt and returns its result; see runAttempt for the trace as well. */
 export async function executeAttempt(opts: ExecuteAttemptOptions): Promise<AttemptResult> {
