@@ -100,19 +100,21 @@ describe('the dev server over its HTTP API', () => {
     })
   })
 
-  it('cancels and terminates a workflow; its waiter learns how it ended', async () => {
+  it('cancels and terminates a workflow; its waiter learns how it ended, past the server\'s long-poll limit', async () => {
     const a = await start('waiting')
     const cancelled = ended(http.result(a.workflowId))
     await http.cancel(a.workflowId)
     const c = (await cancelled) as TemporalWorkflowEndedError
     expect({ type: c.constructor, status: c.status }).toEqual({ type: TemporalWorkflowEndedError, status: 'canceled' })
 
+    // the server ends a long poll after ~20 s with no event: the waiter polls again from its page token
     const b = await start('waiting')
     const terminated = ended(http.result(b.workflowId))
+    await new Promise((resolve) => setTimeout(resolve, 21_000))
     await http.terminate(b.workflowId, 'forge run: the workers did not start')
     const t = (await terminated) as TemporalWorkflowEndedError
     expect({ status: t.status, message: t.message }).toEqual({ status: 'terminated', message: 'forge run: the workers did not start' })
-  })
+  }, 60_000)
 
   it('refuses a workflow id that is taken (forge run: the run id is in use), naming the run', async () => {
     const { workflowId } = await start('waiting')
