@@ -7,8 +7,10 @@
  * ~0.7 s of CPU on a quiet 2-core machine before anything ran, against ~15 ms for a first HTTP call.
  * A Temporal cluster Forge did not start (TLS, API keys, a fleet) is still called through the SDK.
  *
- * Payloads go as the HTTP API's JSON shorthand: an `input` array of JSON values is the argument list,
- * encoded `json/plain` as the SDK's default converter encodes them, and a result comes back the same way.
+ * Payloads travel in their canonical form (`application/json+no-payload-shorthand`): `json/plain`
+ * metadata and the JSON text base64-encoded, exactly as the SDK's default converter writes and reads
+ * them. The API's default shorthand is lossy: it turned a workflow result's empty array into null
+ * (the completeness report's `missing: []`, caught by test/integration/completeness.test.ts).
  * Errors carry the gRPC status code of the server's answer (`code`: 14 UNAVAILABLE for a server that is
  * down or restarting, as a refused or dropped connection is), so callers retry an outage as they do
  * with the SDK.
@@ -56,11 +58,14 @@ interface Failure {
 
 interface HistoryEvent {
   eventType?: string
-  workflowExecutionCompletedEventAttributes?: { result?: unknown }
+  workflowExecutionCompletedEventAttributes?: { result?: { payloads?: unknown[] } }
   workflowExecutionFailedEventAttributes?: { failure?: Failure }
   workflowExecutionTerminatedEventAttributes?: { reason?: string }
   workflowExecutionContinuedAsNewEventAttributes?: { newExecutionRunId?: string }
 }
+
+/** canonical protobuf JSON, payloads included (not the lossy shorthand) */
+const MEDIA_TYPE = 'application/json+no-payload-shorthand'
 
 /** how long one long poll for a workflow's end may take before the connection counts as lost (the server answers within ~20 s) */
 const LONG_POLL_TIMEOUT_MS = 70_000
@@ -94,7 +99,8 @@ export function temporalHttpClient(at: string | (() => string), namespace: strin
       const baseUrl = typeof at === 'string' ? at : at()
       const url = new URL(path, baseUrl)
       const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body))
-      const req = request(url, { method, agent, headers: data === undefined ? {} : { 'content-type': 'application/json', 'content-length': data.length } }, (res) => {
+      const headers = data === undefined ? { accept: MEDIA_TYPE } : { accept: MEDIA_TYPE, 'content-type': MEDIA_TYPE, 'content-length': data.length }
+      const req = request(url, { method, agent, headers }, (res) => {
         const chunks: Buffer[] = []
         res.on('data', (chunk: Buffer) => chunks.push(chunk))
         res.on('error', (error) => reject(unreachable(baseUrl, error)))
@@ -129,7 +135,7 @@ export function temporalHttpClient(at: string | (() => string), namespace: strin
           workflowId: opts.workflowId,
           workflowType: { name: opts.workflowType },
           taskQueue: { name: opts.taskQueue },
-          input: opts.args,
+          input: { payloads: opts.args.map(jsonPayload) },
           identity,
           requestId: randomUUID(),
           workflowIdReusePolicy: `WORKFLOW_ID_REUSE_POLICY_${opts.reusePolicy ?? 'ALLOW_DUPLICATE'}`,
@@ -184,8 +190,8 @@ type Closed = { kind: 'completed'; result: unknown } | { kind: 'continued'; runI
 export function closedWith(event: HistoryEvent): Closed {
   switch (event.eventType) {
     case 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED': {
-      const result = event.workflowExecutionCompletedEventAttributes?.result
-      return { kind: 'completed', result: Array.isArray(result) ? decodePayload(result[0]) : undefined }
+      const payloads = event.workflowExecutionCompletedEventAttributes?.result?.payloads
+      return { kind: 'completed', result: payloads !== undefined && payloads.length > 0 ? decodePayload(payloads[0]) : undefined }
     }
     case 'EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW': {
       const runId = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId
@@ -212,18 +218,16 @@ function ended(status: string, messages: string[]): { kind: 'ended'; error: Temp
   return { kind: 'ended', error: new TemporalWorkflowEndedError(messages.at(-1) ?? status, status, messages) }
 }
 
-/**
- * A payload as the HTTP API returns it: a `json/plain` one as its JSON value (the shorthand); any
- * other as `{ metadata, data }` with base64 fields, of which Forge's workflows return only
- * `binary/null` (undefined).
- */
+/** A JSON value as a `json/plain` payload, as the SDK's default converter writes it. */
+function jsonPayload(value: unknown): { metadata: { encoding: string }; data: string } {
+  return { metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from(JSON.stringify(value)).toString('base64') }
+}
+
+/** A payload in its canonical form: `json/plain` (its JSON value) or `binary/null` (undefined); any other encoding is refused. */
 function decodePayload(payload: unknown): unknown {
-  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return payload
-  const p = payload as { metadata?: Record<string, string>; data?: string }
-  const keys = Object.keys(p)
-  if (p.metadata === undefined || typeof p.metadata.encoding !== 'string' || !keys.every((k) => k === 'metadata' || k === 'data')) return payload
-  const encoding = Buffer.from(p.metadata.encoding, 'base64').toString('utf8')
+  const p = (payload ?? {}) as { metadata?: Record<string, string>; data?: string }
+  const encoding = Buffer.from(p.metadata?.['encoding'] ?? '', 'base64').toString('utf8')
   if (encoding === 'binary/null') return undefined
   if (encoding === 'json/plain') return JSON.parse(Buffer.from(p.data ?? '', 'base64').toString('utf8'))
-  throw new TemporalHttpError(`a workflow result encoded ${encoding}, which forge run does not decode`, 2)
+  throw new TemporalHttpError(`a workflow result encoded ${JSON.stringify(encoding)}, which forge run does not decode`, 2)
 }

@@ -75,7 +75,8 @@ describe('the dev server over its HTTP API', () => {
   })
 
   it('starts a workflow with JSON arguments and returns its JSON result as the SDK would pass them', async () => {
-    const value = { plan: { run_id: 'r1', attempts: 3, task_ids: ['a', 'b'], nested: { ok: true, none: null, text: 'é ✓ "quoted"' } } }
+    // empty arrays and objects too: the API's default payload shorthand returned an empty array as null
+    const value = { plan: { run_id: 'r1', attempts: 3, task_ids: ['a', 'b'], nested: { ok: true, none: null, text: 'é ✓ "quoted"', missing: [], empty: {}, deep: [[], [{}]], big: 2 ** 53 - 1 } } }
     const { workflowId, runId } = await start('echo', [value])
     expect(runId).toMatch(/\S/)
     expect(await http.result(workflowId)).toEqual(value)

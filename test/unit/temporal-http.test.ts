@@ -4,15 +4,16 @@ import { closedWith, TemporalHttpError, TemporalWorkflowEndedError } from '../..
 const b64 = (text: string): string => Buffer.from(text).toString('base64')
 
 describe('a workflow close event read from the HTTP API', () => {
-  it('gives a completed workflow its result, in the shorthand or as a json/plain or binary/null payload', () => {
-    expect(closedWith({ eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED', workflowExecutionCompletedEventAttributes: { result: [{ total: 5 }] } })).toEqual({ kind: 'completed', result: { total: 5 } })
-    const payload = { metadata: { encoding: b64('json/plain') }, data: b64('{"total":7}') }
-    expect(closedWith({ eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED', workflowExecutionCompletedEventAttributes: { result: [payload] } })).toEqual({ kind: 'completed', result: { total: 7 } })
-    expect(closedWith({ eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED', workflowExecutionCompletedEventAttributes: { result: [{ metadata: { encoding: b64('binary/null') } }] } })).toEqual({ kind: 'completed', result: undefined })
-    expect(closedWith({ eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED', workflowExecutionCompletedEventAttributes: {} })).toEqual({ kind: 'completed', result: undefined })
-    // an object that merely has a metadata field is a result, not a payload
-    expect(closedWith({ eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED', workflowExecutionCompletedEventAttributes: { result: [{ metadata: { encoding: 'x' }, other: 1 }] } })).toEqual({ kind: 'completed', result: { metadata: { encoding: 'x' }, other: 1 } })
-    expect(() => closedWith({ eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED', workflowExecutionCompletedEventAttributes: { result: [{ metadata: { encoding: b64('binary/protobuf') }, data: '' }] } })).toThrow(TemporalHttpError)
+  it('gives a completed workflow its result from its canonical payload: json/plain as JSON, binary/null as undefined', () => {
+    const completed = (payloads?: unknown[]) => closedWith({ eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED', workflowExecutionCompletedEventAttributes: { result: payloads === undefined ? undefined : { payloads } } })
+    // empty arrays and objects stay what they are (the API's shorthand had made an empty array null)
+    const value = { total: 7, missing: [], none: {}, nested: [[], { a: null }] }
+    expect(completed([{ metadata: { encoding: b64('json/plain') }, data: b64(JSON.stringify(value)) }])).toEqual({ kind: 'completed', result: value })
+    expect(completed([{ metadata: { encoding: b64('binary/null') } }])).toEqual({ kind: 'completed', result: undefined })
+    expect(completed([])).toEqual({ kind: 'completed', result: undefined })
+    expect(completed()).toEqual({ kind: 'completed', result: undefined })
+    expect(() => completed([{ metadata: { encoding: b64('binary/protobuf') }, data: '' }])).toThrow('a workflow result encoded "binary/protobuf", which forge run does not decode')
+    expect(() => completed([{ total: 7 }])).toThrow(TemporalHttpError)
   })
 
   it('names how any other close ended, the root cause of a failure as its message', () => {
