@@ -5,7 +5,7 @@ const b64 = (text: string): string => Buffer.from(text).toString('base64')
 
 describe('a workflow close event read from the HTTP API', () => {
   it('gives a completed workflow its result from its canonical payload: json/plain as JSON, binary/null as undefined', () => {
-    const completed = (payloads?: unknown[]) => closedWith({ eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED', workflowExecutionCompletedEventAttributes: { result: payloads === undefined ? undefined : { payloads } } })
+    const completed = (payloads?: unknown[]) => closedWith({ eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED', workflowExecutionCompletedEventAttributes: payloads === undefined ? {} : { result: { payloads } } })
     // empty arrays and objects stay what they are (the API's shorthand had made an empty array null)
     const value = { total: 7, missing: [], none: {}, nested: [[], { a: null }] }
     expect(completed([{ metadata: { encoding: b64('json/plain') }, data: b64(JSON.stringify(value)) }])).toEqual({ kind: 'completed', result: value })
