@@ -6,11 +6,26 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { clusterFromEnv, clusterLedgerStatement, clusterStatements, type ClusterOptions } from './cluster-ddl.js'
 
+/**
+ * A statement that runs only while `name` exists as a table (a Distributed one on a cluster) or as
+ * a view. Data-moving steps carry one, so a migration cut short by SIGKILL, or run by two ingesters
+ * starting at once, can run again from its first statement: rows already moved are not read from a
+ * table that is gone, and a view another migrator created is not dropped as if it were the table.
+ */
+export interface GuardedStatement {
+  sql: string
+  while: { name: string; is: 'table' | 'view' }
+}
+
+export type MigrationStatement = string | GuardedStatement
+
+export const sqlOf = (statement: MigrationStatement): string => (typeof statement === 'string' ? statement : statement.sql)
+
 export interface Migration {
   version: number
   name: string
-  up: string[]
-  down: string[]
+  up: MigrationStatement[]
+  down: MigrationStatement[]
 }
 
 const dedup = 'SETTINGS non_replicated_deduplication_window = 1000'
@@ -417,7 +432,10 @@ export const migrations: readonly Migration[] = [
         ingested_at DateTime64(3, 'UTC')
       ) ENGINE = ReplacingMergeTree(ingested_at) ORDER BY (run_id, attempt_uid, grading_version, kind) ${dedup}`,
       // what is stored moves over whole: a row per attempt, version and kind, its metrics in name order
-      `INSERT INTO attempt_metrics
+      // (again, harmlessly, when a migrator that stopped after it runs it a second time: FINAL collapses the copies)
+      {
+        while: { name: 'metrics', is: 'table' },
+        sql: `INSERT INTO attempt_metrics
         SELECT attempt_uid, run_id, config_id, suite, task_id, attempt, grading_version, kind,
           arrayMap(m -> m.1, ms), arrayMap(m -> m.2, ms), arrayMap(m -> m.3, ms), arrayMap(m -> m.4, ms), arrayMap(m -> m.5, ms),
           arrayMap(m -> m.6, ms), arrayMap(m -> m.7, ms), arrayMap(m -> m.8, ms), arrayMap(m -> m.9, ms), ingested
@@ -428,7 +446,8 @@ export const migrations: readonly Migration[] = [
           FROM metrics FINAL
           GROUP BY attempt_uid, run_id, config_id, suite, task_id, attempt, grading_version, kind
         )`,
-      'DROP TABLE IF EXISTS metrics',
+      },
+      { while: { name: 'metrics', is: 'table' }, sql: 'DROP TABLE IF EXISTS metrics' },
       // every query and report that read the metrics table reads the same rows from here (FINAL is applied inside)
       `CREATE VIEW IF NOT EXISTS metrics AS
         SELECT attempt_uid, run_id, config_id, suite, task_id, attempt, grading_version, metric, metric_version, kind, status, value, passed,
@@ -437,13 +456,16 @@ export const migrations: readonly Migration[] = [
         ARRAY JOIN metric, metric_version, status, value, passed, detail, judge_model, judge_prompt_version, judge_decoding`,
     ],
     down: [
-      'DROP VIEW IF EXISTS metrics',
+      { while: { name: 'metrics', is: 'view' }, sql: 'DROP VIEW IF EXISTS metrics' },
       METRICS_TABLE,
-      `INSERT INTO metrics
+      {
+        while: { name: 'attempt_metrics', is: 'table' },
+        sql: `INSERT INTO metrics
         SELECT attempt_uid, run_id, config_id, suite, task_id, attempt, grading_version, metric, metric_version, kind, status, value, passed,
           detail, judge_model, judge_prompt_version, judge_decoding, ingested_at
         FROM attempt_metrics FINAL
         ARRAY JOIN metric, metric_version, status, value, passed, detail, judge_model, judge_prompt_version, judge_decoding`,
+      },
       'DROP TABLE IF EXISTS attempt_metrics',
     ],
   },
@@ -454,11 +476,51 @@ export interface MigrateOptions {
   cluster?: ClusterOptions | undefined
 }
 
-function statementsOf(sql: readonly string[], { cluster }: MigrateOptions): string[] {
-  return cluster ? sql.flatMap((s) => clusterStatements(s, cluster)) : [...sql]
+/** Thrown when a migration fails after its retries; names the migration and the statement. */
+export class MigrationError extends Error {
+  override name = 'MigrationError'
 }
 
-/** Applies every migration newer than the recorded version, in order; safe to call on every start. */
+/** How often a failing migration is tried again, from its first statement (another migrator may be mid-way). */
+const MIGRATION_TRIES = 4
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function engineOf(client: ClickHouseClient, name: string): Promise<string | undefined> {
+  const rs = await client.query({
+    query: 'SELECT engine FROM system.tables WHERE database = currentDatabase() AND name = {name:String}',
+    query_params: { name },
+    format: 'JSONEachRow',
+  })
+  const [row] = (await rs.json()) as { engine: string }[]
+  return row?.engine
+}
+
+/** Runs one migration's statements in order; a guarded statement (in all its cluster forms) only while its guard holds. */
+async function runStatements(client: ClickHouseClient, statements: readonly MigrationStatement[], { cluster }: MigrateOptions): Promise<void> {
+  for (const statement of statements) {
+    const sql = sqlOf(statement)
+    if (typeof statement !== 'string') {
+      const engine = await engineOf(client, statement.while.name)
+      const holds = engine !== undefined && (statement.while.is === 'view') === (engine === 'View')
+      if (!holds) continue
+    }
+    for (const form of cluster ? clusterStatements(sql, cluster) : [sql]) await client.command({ query: form })
+  }
+}
+
+async function recordedVersion(client: ClickHouseClient): Promise<number> {
+  const rs = await client.query({ query: 'SELECT max(version) AS v FROM schema_migrations', format: 'JSONEachRow' })
+  const [row] = (await rs.json()) as { v: number | string }[]
+  return Number(row?.v ?? 0)
+}
+
+/**
+ * Applies every migration newer than the recorded version, in order; safe to call on every start,
+ * from several processes at once (every ingester replica does) and after a migrator was killed
+ * mid-way: every statement is idempotent or guarded, and a failing migration is tried again from
+ * its first statement unless another migrator recorded it meanwhile.
+ */
 export async function migrate(client: ClickHouseClient, target = Infinity, opts: MigrateOptions = { cluster: clusterFromEnv() }): Promise<number[]> {
   await client.command({
     query: opts.cluster
@@ -467,15 +529,24 @@ export async function migrate(client: ClickHouseClient, target = Infinity, opts:
       version UInt32, name String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)
     ) ENGINE = ReplacingMergeTree ORDER BY version`,
   })
-  const rs = await client.query({ query: 'SELECT max(version) AS v FROM schema_migrations', format: 'JSONEachRow' })
-  const [row] = (await rs.json()) as { v: number | string }[]
-  const current = Number(row?.v ?? 0)
+  const current = await recordedVersion(client)
   const applied: number[] = []
   for (const m of migrations) {
     if (m.version <= current || m.version > target) continue
-    for (const statement of statementsOf(m.up, opts)) await client.command({ query: statement })
-    await client.insert({ table: 'schema_migrations', values: [{ version: m.version, name: m.name }], format: 'JSONEachRow' })
-    applied.push(m.version)
+    for (let attempt = 1; ; attempt++) {
+      if (attempt > 1 && (await recordedVersion(client)) >= m.version) break
+      try {
+        await runStatements(client, m.up, opts)
+        await client.insert({ table: 'schema_migrations', values: [{ version: m.version, name: m.name }], format: 'JSONEachRow' })
+        applied.push(m.version)
+        break
+      } catch (err) {
+        if (attempt >= MIGRATION_TRIES) {
+          throw new MigrationError(`migration ${m.version} (${m.name}) failed ${attempt} times: ${(err as Error).message}`, { cause: err })
+        }
+        await sleep(250 * attempt)
+      }
+    }
   }
   return applied
 }
@@ -489,7 +560,7 @@ export async function rollback(client: ClickHouseClient, target: number, opts: M
     if (version <= target) break
     const m = migrations.find((x) => x.version === version)
     if (!m) continue
-    for (const statement of statementsOf(m.down, opts)) await client.command({ query: statement })
+    await runStatements(client, m.down, opts)
     await client.command({ query: `DELETE FROM schema_migrations WHERE version = ${version}` })
     undone.push(version)
   }

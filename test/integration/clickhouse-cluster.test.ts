@@ -16,7 +16,7 @@ import { queryBind } from 'chdb'
 import { describe, expect, it } from 'vitest'
 import { clusterLedgerStatement, clusterStatements, type ClusterOptions } from '../../store/cluster-ddl.js'
 import { directReader, openClickHouse, queryRows, type ClickHouseClient } from '../../store/clickhouse.js'
-import { migrate, migrations } from '../../store/migrations.js'
+import { migrate, migrations, sqlOf } from '../../store/migrations.js'
 import { countAttempts, insertAttempts } from '../../store/repositories.js'
 import { makeAttempt } from './report-fixture.js'
 
@@ -34,7 +34,7 @@ function parsed(sql: string): string {
 describe("the cluster DDL in ClickHouse's own parser (chDB)", () => {
   const statements = [
     clusterLedgerStatement(CLUSTER),
-    ...migrations.flatMap((m) => [...m.up, ...m.down].flatMap((sql) => clusterStatements(sql, CLUSTER).map((s) => ({ version: m.version, s })))),
+    ...migrations.flatMap((m) => [...m.up, ...m.down].flatMap((statement) => clusterStatements(sqlOf(statement), CLUSTER).map((s) => ({ version: m.version, s })))),
   ]
 
   it('parses every cluster statement of every migration, up and down, and the ledger', () => {
@@ -61,7 +61,7 @@ describe("the cluster DDL in ClickHouse's own parser (chDB)", () => {
   })
 
   it('would fail for a statement ClickHouse cannot parse', () => {
-    const [local] = clusterStatements(migrations[0]!.up[0]!, CLUSTER)
+    const [local] = clusterStatements(sqlOf(migrations[0]!.up[0]!), CLUSTER)
     expect(() => parsed(local!.replace('ORDER BY', 'ORDER'))).toThrow(/Syntax error/)
   })
 })

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openClickHouse, queryRows, type ClickHouseClient } from '../../store/clickhouse.js'
-import { migrate, migrations, rollback } from '../../store/migrations.js'
+import { migrate, migrations, rollback, sqlOf } from '../../store/migrations.js'
 import { contentHashOf, extendChain, manifestOf, verifyAudit, type AuditEntry } from '../../core/audit.js'
 import type { MetricValue } from '../../core/contracts/index.js'
 import { auditRowsOfRun, insertAuditEntries, insertAuditLinks } from '../../store/audit.js'
@@ -178,5 +178,130 @@ describe('ClickHouse migrations (chDB)', () => {
     const back = await queryRows<Record<string, unknown>>(client, "SELECT * FROM metrics FINAL WHERE run_id = 'm15' ORDER BY attempt_uid, metric")
     expect(back.map((r) => ({ ...r, ingested_at: undefined, detail: undefined }))).toEqual(before.map((r) => ({ ...r, ingested_at: undefined, detail: undefined })))
     expect(await migrate(client)).toEqual([12])
+  })
+
+  describe('issue 15: migration 12 is safe to run again and by two migrators at once (every ingester replica migrates on start)', () => {
+    const legacyRows = (runId: string) => {
+      const key = { attempt_uid: `${runId}/c/t/0`, run_id: runId, config_id: 'c', suite: 's', task_id: 't', attempt: 0 }
+      const metrics: MetricValue[] = [
+        { metric: 'tool_error_rate', version: 1, kind: 'deterministic', status: 'scored', value: 0, passed: true, detail: '0/2 calls failed', judge: null },
+        { metric: 'budget_use', version: 2, kind: 'deterministic', status: 'not_applicable', value: null, passed: null, detail: 'no budget', judge: null },
+      ]
+      return metricsToRows(key, 1, metrics, Date.UTC(2026, 11, 1)).flatMap((r) => metricRowsOf(r as unknown as Record<string, unknown>))
+    }
+    /** version 11 with one run's per-metric rows stored; returns what the metrics table reads */
+    const atVersion11 = async (runId: string) => {
+      await rollback(client, 11)
+      await client.insert({ table: 'metrics', values: legacyRows(runId), format: 'JSONEachRow' })
+      return queryRows<Record<string, unknown>>(client, `SELECT * FROM metrics FINAL WHERE run_id = '${runId}' ORDER BY metric`)
+    }
+    const ledger = async () => (await queryRows<{ v: number }>(client, 'SELECT max(version) AS v FROM schema_migrations')).map((r) => Number(r.v))
+    const migration12 = migrations.find((m) => m.version === 12)!
+
+    /** the same client, with a hook before the first command matching `pattern` and one when that command fails */
+    const hooked = (pattern: RegExp, before: () => Promise<void>, failed: () => Promise<void> = async () => {}) => {
+      let fired = false
+      return new Proxy(client, {
+        get(target, prop, receiver) {
+          if (prop !== 'command') return Reflect.get(target, prop, receiver)
+          return async (params: Parameters<ClickHouseClient['command']>[0]) => {
+            const mine = !fired && pattern.test(params.query.trim())
+            if (mine) {
+              fired = true
+              await before()
+            }
+            try {
+              return await target.command(params)
+            } catch (err) {
+              if (mine) await failed()
+              throw err
+            }
+          }
+        },
+      })
+    }
+    const deferred = () => {
+      let resolve!: () => void
+      const promise = new Promise<void>((r) => (resolve = r))
+      return { promise, resolve }
+    }
+
+    it.each([
+      ['after moving the rows', 2],
+      ['after dropping the metrics table, before the view', 3],
+    ])('finishes a migration killed %s, rows neither lost nor doubled', async (_, done) => {
+      const before = await atVersion11('k15')
+      expect(before).toHaveLength(2)
+      for (const statement of migration12.up.slice(0, done)) await client.command({ query: sqlOf(statement) })
+      expect(await migrate(client)).toEqual([12])
+      expect(await queryRows(client, "SELECT * FROM metrics WHERE run_id = 'k15' ORDER BY metric")).toEqual(before)
+      expect(await queryRows(client, "SELECT count() AS n FROM attempt_metrics FINAL WHERE run_id = 'k15'")).toEqual([{ n: 1 }])
+    })
+
+    it('a second migrator that starts while the first is between dropping the table and creating the view skips the move (the fleet rehearsal CI failure)', async () => {
+      const before = await atVersion11('c15')
+      const bDone = deferred()
+      let b: Promise<number[]> | undefined
+      const a = migrate(
+        hooked(/^CREATE VIEW IF NOT EXISTS metrics/, async () => {
+          b = migrate(client)
+          await b
+          bDone.resolve()
+        }),
+      )
+      expect(await a).toEqual([12])
+      await bDone.promise
+      expect(await b).toEqual([12])
+      expect(await ledger()).toEqual([12])
+      expect(await queryRows(client, "SELECT * FROM metrics WHERE run_id = 'c15' ORDER BY metric")).toEqual(before)
+    })
+
+    it.each([
+      ['runs it again from its first statement while the first is still paused', false, [12]],
+      ['finds it recorded by the first and applies nothing', true, []],
+    ])('a migrator whose move fails because the other dropped the table under it %s', async (_, firstFinishes, expected) => {
+      const before = await atVersion11('r15')
+      const aPaused = deferred()
+      const bFailed = deferred()
+      const bDone = deferred()
+      let a: Promise<number[]> | undefined
+      // a starts only once b has found the metrics table and is about to read it; a then pauses before
+      // its view until b's read failed (and, in the first case, until b is done)
+      const gatedA = hooked(/^CREATE VIEW IF NOT EXISTS metrics/, async () => {
+        aPaused.resolve()
+        await (firstFinishes ? bFailed.promise : bDone.promise)
+      })
+      const gatedB = hooked(
+        /^INSERT INTO attempt_metrics/,
+        async () => {
+          a = migrate(gatedA)
+          await aPaused.promise
+        },
+        async () => {
+          bFailed.resolve()
+          if (firstFinishes) await a
+        },
+      )
+      const b = await migrate(gatedB)
+      bDone.resolve()
+      expect(b).toEqual(expected)
+      expect(await a).toEqual([12])
+      expect(await ledger()).toEqual([12])
+      expect(await queryRows(client, "SELECT * FROM metrics WHERE run_id = 'r15' ORDER BY metric")).toEqual(before)
+    })
+
+    it('names the migration and the cause when it keeps failing', async () => {
+      await rollback(client, 11)
+      await client.command({ query: 'RENAME TABLE metrics TO metrics_kept' })
+      await client.command({ query: 'CREATE TABLE metrics (attempt_uid String) ENGINE = MergeTree ORDER BY attempt_uid' })
+      try {
+        await expect(migrate(client)).rejects.toThrow(`migration 12 (${migration12.name}) failed 4 times: Storage MergeTree doesn't support FINAL`)
+        expect(await ledger()).toEqual([11])
+      } finally {
+        await client.command({ query: 'DROP TABLE metrics' })
+        await client.command({ query: 'RENAME TABLE metrics_kept TO metrics' })
+      }
+      expect(await migrate(client)).toEqual([12])
+    })
   })
 })

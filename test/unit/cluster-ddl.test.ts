@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ClusterDdlError, clusterFromEnv, clusterLedgerStatement, clusterStatements } from '../../store/cluster-ddl.js'
-import { migrations } from '../../store/migrations.js'
+import { migrations, sqlOf } from '../../store/migrations.js'
 
 const one = (sql: string) => clusterStatements(sql, { cluster: 'forge' })
 const flat = (s: string) => s.replace(/\s+/g, ' ').trim()
@@ -41,7 +41,7 @@ describe('cluster DDL', () => {
 
   it('has a cluster form for every statement of every migration (the same migrations run for both)', () => {
     for (const m of migrations) {
-      for (const sql of [...m.up, ...m.down]) {
+      for (const sql of [...m.up, ...m.down].map(sqlOf)) {
         const statements = clusterStatements(sql, { cluster: 'forge', keeperPath: '/ch/forge/' })
         const kind = sql.trim().split(/\s+/).slice(0, 2).join(' ')
         // a table is two (replicated local + Distributed); a view one, ON CLUSTER; moving rows one, not ON CLUSTER
