@@ -12,7 +12,7 @@ import type { AttemptRegrade, AuditRecord, ReviewResolution, RunRecord } from '.
 import type { AuditEntryHead } from '../core/audit.js'
 import { ConfigError } from '../core/errors.js'
 import { auditChain, auditEntries, auditEntryHeads, auditRowsOfRun, countAuditEntries, insertAuditRecords, regradeAuditRows, regradeKey, resolutionAuditRows } from '../store/audit.js'
-import { connectBus, jetstream, publishAuditRecord, publishRunRecord, requestIngesterFlush } from '../store/bus.js'
+import { connectBus, jetstream, publishAuditRecord, publishRunRecord, waitForIngestedBacklog } from '../store/bus.js'
 import { busReader } from '../store/bus-reader.js'
 import { openClickHouse, type StoreReader } from '../store/clickhouse.js'
 import { StoreError } from '../store/errors.js'
@@ -67,13 +67,14 @@ async function writeAudit(config: ForgeConfig, record: AuditRecord, run: RunReco
     ]
     for (const [i, piece] of pieces.entries()) await publishAuditRecord(js, piece, `${id}#${i}`)
     if (run !== undefined) await publishRunRecord(js, run)
-    // this process waits for them next
-    requestIngesterFlush(nc)
-    const reader = busReader(nc)
+    // this process waits for them next: until the ingester has acked the stream up to them (it acks a
+    // message once its rows are in), then until the store answers with them (one look, normally)
     const deadline = Date.now() + 30_000
+    await waitForIngestedBacklog(nc, { timeoutMs: 30_000, pollMs: 10 })
+    const reader = busReader(nc)
     while (!(await stored(reader))) {
       if (Date.now() > deadline) throw new StoreError('the running ingester did not store the audit records in time; it may predate the audit trail: restart the stack (forge stack down, then forge stack up)')
-      await sleep(50)
+      await sleep(20)
     }
   } finally {
     await nc.drain().catch(() => undefined)

@@ -8,7 +8,7 @@ import type { AttemptMessage, AttemptResult, StoredTrace } from '../core/contrac
 import { attemptRecords, needsTraces, shows, type LogFilter, type LogRecord } from '../core/log-records.js'
 import { ProgressTracker, type ProgressInput, type ProgressSnapshot } from '../core/progress.js'
 import { buildTraceView } from '../core/span-tree.js'
-import { subjects, type NatsConnection } from '../store/bus.js'
+import { progressEventsOf, subjects, type NatsConnection } from '../store/bus.js'
 
 export interface RunObserverOptions {
   filter: LogFilter
@@ -38,13 +38,15 @@ export function observeRun(nc: NatsConnection, runId: string, opts: RunObserverO
     nc.subscribe(subjects.progress(runId), {
       callback: (error, msg) => {
         if (error) return
-        let event: ProgressInput
+        let events: ProgressInput[]
         try {
-          event = msg.json<ProgressInput>()
+          events = progressEventsOf(msg.json())
         } catch {
           return
         }
-        if (tracker.record(event)) opts.onProgress(tracker.snapshot(now()))
+        let changed = false
+        for (const event of events) changed = tracker.record(event) || changed
+        if (changed) opts.onProgress(tracker.snapshot(now()))
       },
     }),
   ]

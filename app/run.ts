@@ -10,7 +10,7 @@ import type { RunPlan, Task } from '../core/contracts/index.js'
 import { describeCompleteness, describeHarnessErrors, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import { ConfigError, ForgeError } from '../core/errors.js'
 import { checkTaskSizes, formatBytes } from '../core/message-size.js'
-import { busMaxPayload, connectBus, requestIngesterFlush, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
+import { busMaxPayload, connectBus, progressEventsOf, requestIngesterFlush, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import { isolationOf } from '../engine/sandbox/config.js'
 import { superviseStack } from '../stack/supervisor.js'
@@ -366,15 +366,22 @@ export function followProgress(
   const sub = nc.subscribe(subjects.progress(runId), {
     callback: (error, msg) => {
       if (error) return
-      const event = msg.json<ProgressEvent>()
-      const task = seen.get(event.task_id) ?? new Map<number, boolean>()
-      seen.set(event.task_id, task)
-      if (task.has(event.attempt)) return
-      task.set(event.attempt, event.outcome === 'pass')
-      if (task.size === attempts) {
-        doneTasks++
-        const k = [...task.values()].filter(Boolean).length
-        onEvent({ kind: 'task-done', task_id: event.task_id, k, n: attempts, done_tasks: doneTasks, total_tasks: tasks.length })
+      let events: ProgressEvent[]
+      try {
+        events = progressEventsOf(msg.json())
+      } catch {
+        return
+      }
+      for (const event of events) {
+        const task = seen.get(event.task_id) ?? new Map<number, boolean>()
+        seen.set(event.task_id, task)
+        if (task.has(event.attempt)) continue
+        task.set(event.attempt, event.outcome === 'pass')
+        if (task.size === attempts) {
+          doneTasks++
+          const k = [...task.values()].filter(Boolean).length
+          onEvent({ kind: 'task-done', task_id: event.task_id, k, n: attempts, done_tasks: doneTasks, total_tasks: tasks.length })
+        }
       }
     },
   })

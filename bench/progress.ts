@@ -4,7 +4,7 @@
  * steady rate apart from worker start-up and the wait for storage, and report progress while it runs.
  */
 import type { RunObserver } from '../app/run.js'
-import { subjects, type ProgressEvent } from '../store/bus.js'
+import { progressEventsOf, subjects } from '../store/bus.js'
 
 export interface Finishes {
   observe: RunObserver
@@ -19,10 +19,12 @@ export function followFinishes(): Finishes {
     const sub = nc.subscribe(subjects.progress(runId), {
       callback: (error, msg) => {
         if (error) return
-        const uid = msg.json<ProgressEvent>().attempt_uid
-        if (seen.has(uid)) return
-        seen.add(uid)
-        times.push(performance.now())
+        const at = performance.now()
+        for (const { attempt_uid: uid } of progressEventsOf(msg.json())) {
+          if (seen.has(uid)) continue
+          seen.add(uid)
+          times.push(at)
+        }
       },
     })
     return { stop: () => sub.unsubscribe() }

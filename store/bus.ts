@@ -236,8 +236,60 @@ export interface ProgressEvent {
   worker_id?: string
 }
 
-export function publishProgress(nc: NatsConnection, runId: string, event: ProgressEvent): void {
-  nc.publish(subjects.progress(runId), encodeJson(event))
+/** A run's progress message: one event, or (what workers send) the events of a short window. */
+export type ProgressMessage = ProgressEvent | { events: ProgressEvent[] }
+
+/** The events of one progress message, whichever shape it has (anything else: none). */
+export function progressEventsOf(body: unknown): ProgressEvent[] {
+  if (typeof body !== 'object' || body === null) return []
+  const events = (body as { events?: unknown }).events
+  if (Array.isArray(events)) return events.filter((e): e is ProgressEvent => typeof e === 'object' && e !== null && typeof (e as ProgressEvent).attempt_uid === 'string')
+  return typeof (body as ProgressEvent).attempt_uid === 'string' ? [body as ProgressEvent] : []
+}
+
+/**
+ * How long a worker gathers its finished attempts' progress events before it sends them, one message
+ * per run: a message per attempt cost the worker a socket write, nats-server a delivery and `forge run`
+ * a decode each — ~1,000 of each per second on a busy run (issue 15) — for a display.
+ */
+export const PROGRESS_WINDOW_MS = 25
+const PROGRESS_MAX_EVENTS = 256
+
+export interface ProgressPublisher {
+  add(runId: string, event: ProgressEvent): void
+  /** sends what waits now */
+  flush(): void
+}
+
+/** Live progress, best effort (core NATS, no ack): a lost message only slows a display. */
+export function createProgressPublisher(nc: NatsConnection, windowMs = PROGRESS_WINDOW_MS): ProgressPublisher {
+  const waiting = new Map<string, ProgressEvent[]>()
+  let timer: NodeJS.Timeout | undefined
+  const flush = (): void => {
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+    for (const [runId, events] of waiting) {
+      try {
+        nc.publish(subjects.progress(runId), encodeJson({ events } satisfies ProgressMessage))
+      } catch {
+        // a closed connection: the display misses these
+      }
+    }
+    waiting.clear()
+  }
+  return {
+    add(runId, event) {
+      const events = waiting.get(runId)
+      if (events === undefined) waiting.set(runId, [event])
+      else events.push(event)
+      if ((events?.length ?? 1) >= PROGRESS_MAX_EVENTS) flush()
+      else if (timer === undefined) {
+        timer = setTimeout(flush, windowMs)
+        timer.unref()
+      }
+    },
+    flush,
+  }
 }
 
 export { jetstream }
@@ -271,20 +323,25 @@ export async function publishStoredTrace(js: JetStreamClient, stored: StoredTrac
 
 const managers = new WeakMap<NatsConnection, ReturnType<typeof jetstreamManager>>()
 
-/**
- * The stored trace of an attempt, read from the results stream (the last message of its attempt
- * subject, or of its trace subject when the two travelled apart); undefined when the stream does not
- * hold it (never published, or aged out: read the `traces` table then).
- */
-export async function readStoredTrace(nc: NatsConnection, attemptUid: string): Promise<unknown> {
+/** One JetStream manager per connection (making one asks the server for the account: a round trip). */
+function managerOf(nc: NatsConnection): ReturnType<typeof jetstreamManager> {
   let jsm = managers.get(nc)
   if (jsm === undefined) {
     jsm = jetstreamManager(nc)
     managers.set(nc, jsm)
     jsm.catch(() => managers.delete(nc))
   }
+  return jsm
+}
+
+/**
+ * The stored trace of an attempt, read from the results stream (the last message of its attempt
+ * subject, or of its trace subject when the two travelled apart); undefined when the stream does not
+ * hold it (never published, or aged out: read the `traces` table then).
+ */
+export async function readStoredTrace(nc: NatsConnection, attemptUid: string): Promise<unknown> {
   try {
-    const streams = (await jsm).streams
+    const streams = (await managerOf(nc)).streams
     const together = await streams.getMessage(RESULTS_STREAM, { last_by_subj: subjects.attemptOf(attemptUid) })
     if (together !== null) return together.json<{ stored_trace?: unknown }>().stored_trace
     const apart = await streams.getMessage(RESULTS_STREAM, { last_by_subj: subjects.trace(attemptUid) })
@@ -357,7 +414,7 @@ export async function waitForIngestedBacklog(
   let jsm: Awaited<ReturnType<typeof jetstreamManager>>
   let target: number
   try {
-    jsm = await jetstreamManager(nc)
+    jsm = await managerOf(nc)
     target = (await jsm.streams.info(RESULTS_STREAM)).state.last_seq
     requestIngesterFlush(nc)
   } catch (error) {

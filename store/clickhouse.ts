@@ -2,7 +2,7 @@
  * The one ClickHouse gateway. Store code is written once against `@clickhouse/client`;
  * only the connection differs: chDB in-process (embedded) or a ClickHouse server over HTTP (fleet).
  */
-import { createClient, type ClickHouseClient } from '@clickhouse/client'
+import type { ClickHouseClient, createClient } from '@clickhouse/client'
 import { mkdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { QueryRefusedError, StoreError, StoreLockedError } from './errors.js'
@@ -30,6 +30,8 @@ export const QUERY_TIME_LIMIT_S = 30
 export const MAX_QUERY_TIME_LIMIT_S = 600
 
 export async function openClickHouse(location: StoreLocation): Promise<ClickHouseClient> {
+  // loaded when a store is opened: a CLI that reads the embedded store through the ingester never needs it
+  const { createClient } = await import('@clickhouse/client')
   if (location.kind === 'server') {
     const client = createClient({
       url: location.url,

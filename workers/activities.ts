@@ -7,7 +7,7 @@ import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { attemptMessageOf, busMaxPayload, publishAttempt, publishProgress, publishRunRecord } from '../store/bus.js'
+import { attemptMessageOf, busMaxPayload, createProgressPublisher, publishAttempt, publishRunRecord } from '../store/bus.js'
 import { auditEntryOf } from '../core/audit.js'
 import { attemptRefText } from '../core/completeness.js'
 import type { AttemptResult, RunPlan, RunRecord, StoredTrace } from '../core/contracts/index.js'
@@ -46,6 +46,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps): RunActivities {
   const now = deps.now ?? Date.now
   const slots = new Slots(deps.attemptSlots ?? Number.POSITIVE_INFINITY)
+  const progress = createProgressPublisher(deps.nc)
   const runOne = async (input: AttemptInput): Promise<AttemptSummary> => {
     const suite = await loadSuiteCached(input.suite_path).catch((error: unknown) => {
       throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
@@ -118,7 +119,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
     await publishAttempt(deps.js, message, maxPayload - MESSAGE_HEADROOM_BYTES, input.republish)
     logAttempt(deps.logger, storedTrace, result)
     deps.otlp?.add(storedTrace, result)
-    publishProgress(deps.nc, input.run_id, {
+    progress.add(input.run_id, {
       attempt_uid: result.attempt_uid,
       task_id: result.task_id,
       attempt: result.attempt,

@@ -31,7 +31,7 @@ export function createReconcileActivities(deps: ReconcileDeps): ReconcileActivit
   return {
     async checkCompleteness(input: CompletenessInput): Promise<CompletenessReport> {
       const heartbeat = activityHeartbeat()
-      const { caughtUp, progress } = await waitForIngestedBacklog(deps.nc, { timeoutMs: deps.ingestWaitMs ?? 60_000, onWait: heartbeat })
+      const { caughtUp, progress } = await waitForIngestedBacklog(deps.nc, { timeoutMs: deps.ingestWaitMs ?? 60_000, pollMs: 10, onWait: heartbeat })
       if (!caughtUp) {
         throw new IngestBehindError(`the ingester has not stored the results stream up to seq ${progress.target} yet (acked ${progress.acked}, ${progress.pending} pending)`)
       }
