@@ -62,23 +62,37 @@ export async function taskQueuePollers(service: PollerDescriber, namespace: stri
   }
 }
 
+/** A running poller watch. */
+export interface PollerWatch {
+  /** ends it at once, without a word */
+  stop(): void
+  /**
+   * The run ended: ends the watch, and when it had said that no worker polls and has not seen one
+   * since (one arrived and finished the run between two looks), looks once more and says who polls.
+   */
+  settle(): Promise<void>
+  done: Promise<void>
+}
+
 /**
  * Watches the queue from the run's start: a poller seen → done, silently; none for `graceMs` → the
- * notice, once, then it keeps watching and says when a worker arrives. `stop()` ends it at any time.
+ * notice, once, then it keeps watching and says when a worker arrives.
  */
-export function watchTaskQueuePollers(service: PollerDescriber, opts: PollerWatchOptions): { stop(): void; done: Promise<void> } {
+export function watchTaskQueuePollers(service: PollerDescriber, opts: PollerWatchOptions): PollerWatch {
   const clock = opts.clock ?? { now: Date.now, sleep: (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }) }
   const graceMs = opts.graceMs ?? NO_POLLER_GRACE_MS
   const intervalMs = opts.intervalMs ?? 1_000
   const abort = new AbortController()
   const started = clock.now()
+  let said = false
+  let arrived = false
   const done = (async () => {
-    let said = false
     while (!abort.signal.aborted) {
       const pollers = await taskQueuePollers(service, opts.namespace, opts.taskQueue)
       if (abort.signal.aborted) return
       if (pollers !== undefined && pollers.length > 0) {
         if (said) opts.onNotice(pollerArrivedNotice(opts.taskQueue, pollers))
+        arrived = true
         return
       }
       if (!said && pollers !== undefined && clock.now() - started >= graceMs) {
@@ -88,7 +102,20 @@ export function watchTaskQueuePollers(service: PollerDescriber, opts: PollerWatc
       await clock.sleep(intervalMs, abort.signal).catch(() => undefined)
     }
   })()
-  return { stop: () => abort.abort(), done }
+  return {
+    stop: () => abort.abort(),
+    async settle() {
+      abort.abort()
+      await done
+      if (!said || arrived) return
+      const pollers = await taskQueuePollers(service, opts.namespace, opts.taskQueue)
+      if (pollers !== undefined && pollers.length > 0) {
+        arrived = true
+        opts.onNotice(pollerArrivedNotice(opts.taskQueue, pollers))
+      }
+    },
+    done,
+  }
 }
 
 /**
@@ -114,7 +141,7 @@ export function refuseLocalModelWithoutWorkers(workers: number, local: RunModels
 }
 
 /** The poller watch of a run whose workers run elsewhere, its notices as run events. */
-export function watchFleetWorkers(client: Client, config: ForgeConfig, onEvent: (event: { kind: 'notice'; message: string }) => void): { stop(): void } {
+export function watchFleetWorkers(client: Client, config: ForgeConfig, onEvent: (event: { kind: 'notice'; message: string }) => void): PollerWatch {
   return watchTaskQueuePollers(client.workflowService, {
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,

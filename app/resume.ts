@@ -16,7 +16,7 @@ import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import type { RunWorkflow, RunWorkflowInput } from '../workflows/run.js'
 import { awaitRunResult, followProgress, reportRun, type RunEvent, type RunReport } from './run.js'
 import { maxLocalWorkerProcesses, startWorkerPool, workerLayout, workerLayoutNote, type WorkerPool } from './worker-pool.js'
-import { runEndpoints, watchFleetWorkers } from './fleet-workers.js'
+import { runEndpoints, watchFleetWorkers, type PollerWatch } from './fleet-workers.js'
 
 export interface ResumeOptions {
   run_id: string
@@ -36,7 +36,7 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
   const nc = await connectBus(endpoints.natsUrl, 'forge-resume')
   const supervisor = endpoints.local ? superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) }) : undefined
   let pool: WorkerPool | undefined
-  let fleet: { stop(): void } | undefined
+  let fleet: PollerWatch | undefined
   const started = Date.now()
   try {
     const client = new Client({ connection, namespace: config.temporal.namespace })
@@ -77,6 +77,7 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
     }
     onEvent({ kind: 'notice', message: `resumed run ${plan.run_id} (${running ? 'still running' : 'already ended'})` })
     const result = await awaitRunResult(sdkRunHandle(handle), plan.run_id, signal, (message) => onEvent({ kind: 'stack', message }))
+    await fleet?.settle()
     progress.stop()
     return await reportRun(config, plan, result, Date.now() - started, opts.ingest_timeout_ms ?? 120_000, onEvent)
   } finally {

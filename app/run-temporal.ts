@@ -10,6 +10,7 @@ import type { RunPlan } from '../core/contracts/index.js'
 import { currentTemporalHttpUrl } from '../stack/local-stack.js'
 import { GRPC_ALREADY_EXISTS, temporalHttpClient, TemporalHttpError } from '../stack/temporal-http.js'
 import type { RunWorkflowResult } from '../workflows/run.js'
+import type { PollerWatch } from './fleet-workers.js'
 import { runIdTakenByTemporal } from './run-id.js'
 
 export { TemporalWorkflowEndedError } from '../stack/temporal-http.js'
@@ -28,7 +29,7 @@ export interface RunTemporal {
   /** starts the run's RunWorkflow (workflow id `forge-run-<run id>`); RunIdInUseError when Temporal knows that id */
   start(plan: RunPlan): Promise<RunHandle>
   /** a fleet run's notices while no worker polls its task queue (SDK only; undefined over HTTP) */
-  watchFleet?(onNotice: (message: string) => void): { stop(): void }
+  watchFleet?(onNotice: (message: string) => void): PollerWatch
   close(): Promise<void>
 }
 

@@ -26,7 +26,7 @@ import { getRunStats, type RunStats } from './stats.js'
 import { maxLocalWorkerProcesses, startWorkerPool, workerLayout, workerLayoutNote } from './worker-pool.js'
 import { adoptWarmWorkers, discardPreforked, preforkWorkers, settleLoadingClaims } from './worker-prefork.js'
 import { runWorkflowHost } from './workflow-host.js'
-import { refuseLocalModelWithoutWorkers, runEndpoints } from './fleet-workers.js'
+import { refuseLocalModelWithoutWorkers, runEndpoints, type PollerWatch } from './fleet-workers.js'
 import { tracesUrl } from './otlp.js'
 import { describeOtlpExport, followOtlpExports, type OtlpRunSummary } from './otlp-live.js'
 import { localModelConcurrency, startRunModelServer } from './local-model.js'
@@ -148,7 +148,7 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
   // workers have loaded already and serve them sooner than this process could load the SDK and the bundle
   const host = pool === undefined || pool.warm === pool.layout.processes ? undefined : runWorkflowHost({ temporalAddress: endpoints.temporalAddress, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, runId: plan.run_id, logDir: join(config.home, 'logs') })
   let observer: { stop(): void } | undefined
-  let fleet: { stop(): void } | undefined
+  let fleet: PollerWatch | undefined
   try {
     const progress = followProgress(nc, plan.run_id, tasks, plan.attempts, onEvent)
     observer = observe?.(nc, plan.run_id, tasks.length * plan.attempts)
@@ -179,6 +179,8 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     })
     // the run's final record is on its way to the store: forge run waits for it next
     requestIngesterFlush(nc)
+    // a fleet worker that came and finished the run between two looks of the watch is named now
+    await fleet?.settle()
     progress.stop()
     const report = await reportRun(config, plan, result, Date.now() - started, run.ingest_timeout_ms, onEvent)
     if (otlp === undefined) return report

@@ -23,7 +23,7 @@ import type { SweepWorkflow, SweepWorkflowResult } from '../workflows/sweep.js'
 import { planRun } from './plan-run.js'
 import { resolveConfig } from '../config/index.js'
 import { openReader } from './store-access.js'
-import { watchFleetWorkers } from './fleet-workers.js'
+import { watchFleetWorkers, type PollerWatch } from './fleet-workers.js'
 import { startWorkerPool } from './worker-pool.js'
 
 /**
@@ -140,7 +140,7 @@ export async function runSweep(config: ForgeConfig, opts: SweepOptions, onEvent:
         })
       : undefined
   const connection = await Connection.connect(temporalConnectOptions(endpoints.temporalAddress))
-  let fleet: { stop(): void } | undefined
+  let fleet: PollerWatch | undefined
   try {
     await pool?.ready
     const client = new Client({ connection, namespace: config.temporal.namespace })
@@ -165,6 +165,7 @@ export async function runSweep(config: ForgeConfig, opts: SweepOptions, onEvent:
     } finally {
       opts.signal?.removeEventListener('abort', cancel)
     }
+    await fleet?.settle()
     const reader = await openReader(config)
     try {
       const stored = await waitForStoredSweep(reader, result.sweep_id, opts.storeTimeoutMs ?? 60_000)

@@ -81,6 +81,37 @@ describe('watching the task queue of a run whose workers run elsewhere', () => {
     expect(w.log).toEqual([])
   })
 
+  it('names the worker once the run ended, when one came and finished it between two looks', async () => {
+    const service = describer([none, none, none, none, none, none, none, worker])
+    let now = 0
+    const log: string[] = []
+    // the clock stops at 6 s, after the notice: the watch's next look never comes on its own
+    let release!: () => void
+    const stalled = new Promise<void>((resolve) => (release = resolve))
+    const w = watchTaskQueuePollers(service, {
+      namespace: 'ns',
+      taskQueue: 'forge',
+      intervalMs: 1_000,
+      onNotice: (message) => log.push(`${now / 1000}s ${message.split(' ').slice(0, 4).join(' ')}`),
+      clock: { now: () => now, sleep: (ms, signal) => (now >= 6_000 ? new Promise((resolve, reject) => { signal.addEventListener('abort', () => reject(new Error('aborted'))); void stalled.then(resolve) }) : Promise.resolve(void (now += ms))) },
+    })
+    while (log.length === 0) await new Promise((resolve) => setImmediate(resolve))
+    expect(log).toEqual(['5s no worker polls task'])
+    await w.settle()
+    expect(log).toEqual(['5s no worker polls task', '6s worker forge-worker-7c9d-x2 now polls'])
+    release()
+  })
+
+  it('settles without a word when it never said that no worker polls, or already named the one that came', async () => {
+    const quiet = watch(describer([worker]))
+    await quiet.settle()
+    expect(quiet.log).toEqual([])
+    const named = watch(describer([none, none, none, none, none, none, worker]))
+    await named.done
+    await named.settle()
+    expect(named.log.map((line) => line.split(' ').slice(0, 4).join(' '))).toEqual(['5s no worker polls', '6s worker forge-worker-7c9d-x2 now'])
+  })
+
   it('names the queue and namespace in its notice', () => {
     expect(noPollerNotice('nightly', 'forge-prod')).toContain('no worker polls task queue nightly on namespace forge-prod — start `forge worker` or use --workers N')
   })
