@@ -250,7 +250,8 @@ export function progressEventsOf(body: unknown): ProgressEvent[] {
 /**
  * How long a worker gathers its finished attempts' progress events before it sends them, one message
  * per run: a message per attempt cost the worker a socket write, nats-server a delivery and `forge run`
- * a decode each — ~1,000 of each per second on a busy run (issue 15) — for a display.
+ * a decode each — ~1,000 of each per second on a busy run (issue 15) — for a display. An attempt
+ * activity sends what waits when it ends, so a run's last events are out before its workflow ends.
  */
 export const PROGRESS_WINDOW_MS = 25
 const PROGRESS_MAX_EVENTS = 256

@@ -41,12 +41,14 @@ export interface ActivityDeps {
   otlp?: Pick<OtlpExporter, 'add'>
   /** attempts this worker runs at once at most, over all its batch activities' lanes (absent: no limit) */
   attemptSlots?: number
+  /** how long finished attempts' progress events wait for company (default PROGRESS_WINDOW_MS) */
+  progressWindowMs?: number
 }
 
 export function createActivities(deps: ActivityDeps): RunActivities {
   const now = deps.now ?? Date.now
   const slots = new Slots(deps.attemptSlots ?? Number.POSITIVE_INFINITY)
-  const progress = createProgressPublisher(deps.nc)
+  const progress = createProgressPublisher(deps.nc, deps.progressWindowMs)
   const runOne = async (input: AttemptInput): Promise<AttemptSummary> => {
     const suite = await loadSuiteCached(input.suite_path).catch((error: unknown) => {
       throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
@@ -141,6 +143,8 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         return await slots.run(() => runOne(input))
       } finally {
         stopHeartbeat()
+        // what the activity finished is on the bus before Temporal hears that it did
+        progress.flush()
       }
     },
 
@@ -182,6 +186,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
         return done as AttemptSummary[]
       } finally {
         stopHeartbeat()
+        progress.flush()
       }
     },
 

@@ -5,7 +5,7 @@ import { StoredTrace, type AttemptResult } from '../../core/contracts/index.js'
 import { attemptKeyOf } from '../../core/identity.js'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { openReader } from '../../app/store-access.js'
-import { attemptMessageOf, connectBus, encodeJson, jetstream, publishAttempt, publishAttemptResult, publishResult, readStoredTrace, RESULTS_STREAM, subjects, type NatsConnection } from '../../store/bus.js'
+import { attemptMessageOf, connectBus, encodeJson, jetstream, progressEventsOf, publishAttempt, publishAttemptResult, publishResult, readStoredTrace, RESULTS_STREAM, subjects, type NatsConnection } from '../../store/bus.js'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { createActivities } from '../../workers/activities.js'
 import type { AttemptBatchInput, AttemptSummary } from '../../workers/activity-types.js'
@@ -200,6 +200,25 @@ describe('a batch activity with attempt lanes (issue 15)', () => {
     await new MockActivityEnvironment().run(narrow.runAttempts, batch('lanes-slots', 6, 3))
     expect(await waitForRows('lanes-slots', 6)).toEqual({ final: 6, uids: 6 })
     expect(await mostAtOnce('lanes-slots')).toBe(2)
+  })
+
+  it("sends a batch's progress events before the activity returns, in one message (issue 15)", async () => {
+    const bodies: unknown[] = []
+    // forge run's side (a worker may publish progress, not read it)
+    const cli = await connectBus(stack.endpoints.natsUrl, 'progress-reader', 'cli')
+    const sub = cli.subscribe(subjects.progress('lanes-progress'), { callback: (error, msg) => void (error ? undefined : bodies.push(msg.json())) })
+    await cli.flush()
+    // a window no test waits out: only the activity's own end can send them
+    const activities = createActivities({ nc, js: jetstream(nc), workerId: 'lanes', logger: createLogger('test'), progressWindowMs: 600_000 })
+    await new MockActivityEnvironment().run(activities.runAttempts, batch('lanes-progress', 4, 2))
+    // once the server answered the worker's ping it has queued what the worker published before it for
+    // the reader, and it answers the reader's ping after that
+    await nc.flush()
+    await cli.flush()
+    sub.unsubscribe()
+    await cli.drain()
+    expect(bodies).toHaveLength(1)
+    expect(progressEventsOf(bodies[0]).map((e) => e.attempt_uid).sort()).toEqual(Array.from({ length: 4 }, (_, i) => `lanes-progress/c0/echo_greeting/${i}`))
   })
 
   it('a retry runs only the attempts its last heartbeat did not name as done, whichever lane finished them', async () => {
