@@ -476,7 +476,7 @@ export interface MigrateOptions {
   cluster?: ClusterOptions | undefined
 }
 
-/** Thrown when a migration fails after its retries; names the migration and the statement. */
+/** Thrown when a migration still fails after its tries; names the migration and the last cause. */
 export class MigrationError extends Error {
   override name = 'MigrationError'
 }
