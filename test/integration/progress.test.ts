@@ -91,7 +91,7 @@ describe('progress events', () => {
     expect(full.messages.map((m) => progressEventsOf(m).length)).toEqual([256, 44])
   })
 
-  it("forge run's and forge watch's followers count a batch's events as the single events older workers send", async () => {
+  it("forge run's task lines and its live progress count a batch's events as the single events older workers send", async () => {
     const runId = 'follow-both'
     const seen: RunEvent[] = []
     const follower = followProgress(nc, runId, ['t', 'u'], 2, (e) => seen.push(e))
