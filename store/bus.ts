@@ -280,10 +280,10 @@ export function createProgressPublisher(nc: NatsConnection, windowMs = PROGRESS_
   }
   return {
     add(runId, event) {
-      const events = waiting.get(runId)
-      if (events === undefined) waiting.set(runId, [event])
-      else events.push(event)
-      if ((events?.length ?? 1) >= PROGRESS_MAX_EVENTS) flush()
+      const events = waiting.get(runId) ?? []
+      events.push(event)
+      waiting.set(runId, events)
+      if (events.length >= PROGRESS_MAX_EVENTS) flush()
       else if (timer === undefined) {
         timer = setTimeout(flush, windowMs)
         timer.unref()

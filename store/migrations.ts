@@ -4,6 +4,7 @@
  * dedup needs `non_replicated_deduplication_window`.
  */
 import type { ClickHouseClient } from '@clickhouse/client'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { clusterFromEnv, clusterLedgerStatement, clusterStatements, type ClusterOptions } from './cluster-ddl.js'
 
 /**
@@ -483,8 +484,6 @@ export class MigrationError extends Error {
 
 /** How often a failing migration is tried again, from its first statement (another migrator may be mid-way). */
 const MIGRATION_TRIES = 4
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function engineOf(client: ClickHouseClient, name: string): Promise<string | undefined> {
   const rs = await client.query({

@@ -74,6 +74,7 @@ export async function SweepWorkflow(input: SweepWorkflowInput): Promise<SweepWor
     promoted_version: null,
     error: '',
   }))
+  // Date.now() in a workflow is Temporal's: the time of the current workflow task, the same on replay
   const startedAt = Date.now()
   let revision = 0
   const record = (status: SweepRecord['status'], finishedAt: number | null = null): Promise<void> =>
