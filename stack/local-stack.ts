@@ -5,7 +5,8 @@
  */
 import { readSetting } from '../config/index.js'
 import { spawn } from 'node:child_process'
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { randomInt } from 'node:crypto'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, Socket } from 'node:net'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -161,7 +162,7 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
       const previous = state.temporal
       if (!isAlive(state.temporal)) {
         log(previous ? again('the Temporal dev server', previous.address) : 'starting Temporal dev server…')
-        const started = await startTemporal(config, await reusable(previous?.ports ?? state.addresses?.temporal ?? portsOf(previous?.address)))
+        const started = await startTemporal(config, await reusable(previous?.ports ?? state.addresses?.temporal ?? portsOf(previous?.address)), log)
         if (previous !== undefined && started.address !== previous.address) log(moved('the Temporal dev server', previous.address, started.address))
         state.temporal = started
         state.addresses = { ...state.addresses, temporal: started.ports }
@@ -177,7 +178,7 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
       const previous = state.nats
       if (!isAlive(state.nats)) {
         log(previous ? again('nats-server', previous.url) : 'starting nats-server…')
-        state.nats = await startNats(config, (await reusable(previous !== undefined ? portsOf(previous.url) : state.addresses?.nats !== undefined ? [state.addresses.nats] : []))[0])
+        state.nats = await startNats(config, (await reusable(previous !== undefined ? portsOf(previous.url) : state.addresses?.nats !== undefined ? [state.addresses.nats] : []))[0], log)
         if (previous !== undefined && state.nats.url !== previous.url) log(moved('nats-server', previous.url, state.nats.url))
         state.addresses = { ...state.addresses, nats: portsOf(state.nats.url)[0] ?? 0 }
         writeStackState(config.home, state)
@@ -208,7 +209,7 @@ export async function stackUp(config: ForgeConfig, log: (line: string) => void =
         if (!(error instanceof TemporalExitedError) || local === undefined) throw error
         if (tries >= 3) throw new StackStartError(`${error.message}, ${tries} times; the end of ${local.log}:\n${tail(local.log)}`)
         log(`the Temporal dev server exited while starting (${local.log}): starting it again…`)
-        state.temporal = await startTemporal(config, local.ports)
+        state.temporal = await startTemporal(config, local.ports ?? [], log)
         writeStackState(config.home, state)
         temporalHttpUrl = httpUrlOf(state.temporal)
       }
@@ -328,32 +329,73 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-async function startTemporal(config: ForgeConfig, previous: (number | undefined)[] = []): Promise<ProcessEntry & { address: string; ports: number[] }> {
+async function startTemporal(config: ForgeConfig, previous: (number | undefined)[], log: (line: string) => void): Promise<ProcessEntry & { address: string; ports: number[] }> {
   const bin = findBinary('temporal', config.binaries.temporal)
-  // fresh ones for those not kept, none equal to a kept one
-  const fresh = (await freePorts(6)).filter((p) => !previous.includes(p))
-  const [port = 0, httpPort = 0, metricsPort = 0] = [0, 1, 2].map((i) => previous[i] ?? fresh[i] ?? 0)
-  const log = join(config.home, 'logs', 'temporal.log')
-  const args = [
-    'server', 'start-dev', '--headless', '--ip', '127.0.0.1',
-    '--port', String(port), '--http-port', String(httpPort), '--metrics-port', String(metricsPort),
-    '--db-filename', join(config.home, 'temporal.db'),
-    '--namespace', config.temporal.namespace,
-    // the dev server's SQLite is embedded mode's throughput limit (the SDK's stress CI runs it this way)
-    '--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF',
-    '--log-level', 'warn',
-    // attempt activities are scheduled on the worker's own queue: hand them back with the workflow task
-    '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
-  ]
-  const pid = spawnDetached(bin, args, log)
-  const address = `127.0.0.1:${port}`
-  await waitForPort(port, 60_000, pid, log, 'Temporal dev server')
-  return { pid, marker: 'start-dev', log, address, ports: [port, httpPort, metricsPort] }
+  const logFile = join(config.home, 'logs', 'temporal.log')
+  return startRetryingBind('the Temporal dev server', logFile, previous, log, async (kept) => {
+    // fresh ones for those not kept, none equal to a kept one
+    const fresh = (await freePorts(6)).filter((p) => !kept.includes(p))
+    const [port = 0, httpPort = 0, metricsPort = 0] = [0, 1, 2].map((i) => kept[i] ?? fresh[i] ?? 0)
+    const args = [
+      'server', 'start-dev', '--headless', '--ip', '127.0.0.1',
+      '--port', String(port), '--http-port', String(httpPort), '--metrics-port', String(metricsPort),
+      '--db-filename', join(config.home, 'temporal.db'),
+      '--namespace', config.temporal.namespace,
+      // the dev server's SQLite is embedded mode's throughput limit (the SDK's stress CI runs it this way)
+      '--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF',
+      '--log-level', 'warn',
+      // attempt activities are scheduled on the worker's own queue: hand them back with the workflow task
+      '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
+    ]
+    const pid = spawnDetached(bin, args, logFile)
+    await waitForPort(port, 60_000, pid, logFile, 'Temporal dev server')
+    return { pid, marker: 'start-dev', log: logFile, address: `127.0.0.1:${port}`, ports: [port, httpPort, metricsPort] }
+  })
 }
 
-async function startNats(config: ForgeConfig, previousPort?: number): Promise<ProcessEntry & { url: string }> {
+/**
+ * Starts a server on ports checked free a moment before, and starts it again (3 tries) when it exits
+ * because one of them was taken in that moment (CI: a dev server's HTTP port, by some process's
+ * outgoing connection): the ones still free are kept (the port clients call above all), fresh ones
+ * replace the rest.
+ */
+async function startRetryingBind<T>(what: string, logFile: string, previous: (number | undefined)[], log: (line: string) => void, start: (kept: (number | undefined)[]) => Promise<T>): Promise<T> {
+  let kept = previous
+  for (let tries = 1; ; tries++) {
+    const from = logSize(logFile)
+    try {
+      return await start(kept)
+    } catch (error) {
+      if (!(error instanceof StackStartError) || tries >= 3 || !/address already in use/i.test(readFrom(logFile, from))) throw error
+      log(`${what} could not listen on a port that was free a moment before: starting it again…`)
+      kept = await Promise.all(kept.map(async (port) => (port !== undefined && (await portFree(port)) ? port : undefined)))
+    }
+  }
+}
+
+function logSize(file: string): number {
+  try {
+    return statSync(file).size
+  } catch {
+    return 0
+  }
+}
+
+function readFrom(file: string, offset: number): string {
+  try {
+    return readFileSync(file).subarray(offset).toString('utf8')
+  } catch {
+    return ''
+  }
+}
+
+async function startNats(config: ForgeConfig, previousPort: number | undefined, log: (line: string) => void): Promise<ProcessEntry & { url: string }> {
   const bin = findBinary('nats-server', config.binaries.natsServer)
-  const port = previousPort ?? (await freePorts(1))[0]
+  const logFile = join(config.home, 'logs', 'nats.log')
+  return startRetryingBind('nats-server', logFile, [previousPort], log, async ([kept]) => startNatsOn(config, bin, logFile, kept ?? (await freePorts(1))[0]!))
+}
+
+async function startNatsOn(config: ForgeConfig, bin: string, log: string, port: number): Promise<ProcessEntry & { url: string }> {
   const storeDir = join(config.home, 'nats')
   mkdirSync(storeDir, { recursive: true })
   const conf = join(config.home, 'nats.conf')
@@ -375,9 +417,8 @@ async function startNats(config: ForgeConfig, previousPort?: number): Promise<Pr
     { mode: 0o600 },
   )
   chmodSync(conf, 0o600)
-  const log = join(config.home, 'logs', 'nats.log')
   const pid = spawnDetached(bin, ['-c', conf], log)
-  await waitForPort(port!, 20_000, pid, log, 'nats-server')
+  await waitForPort(port, 20_000, pid, log, 'nats-server')
   return { pid, marker: 'nats', log, url: `nats://127.0.0.1:${port}` }
 }
 
@@ -404,19 +445,50 @@ export function spawnDetached(command: string, args: string[], logFile: string, 
   }
 }
 
+/**
+ * `count` distinct ports free on 127.0.0.1, drawn below the kernel's ephemeral range: the kernel
+ * hands ports of that range to every outgoing connection, so one picked there may be taken by some
+ * client between this check and the server's bind (it happened in CI). Falls back to ports the kernel
+ * picks when the range below is too small to draw from.
+ */
 export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-      const server = createServer()
-      server.once('error', reject)
-      server.listen(0, '127.0.0.1', () => resolve(server))
-    })),
-  )
-  const ports = servers.map((s) => {
-    const address = s.address()
-    return typeof address === 'object' && address ? address.port : 0
-  })
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))))
+  const [low, high] = [10_000, ephemeralPortsStart() - 1]
+  const chosen = new Set<number>()
+  for (let draws = 0; chosen.size < count && draws < count * 20 && high - low >= 1_000; draws++) {
+    const port = low + randomInt(high - low + 1)
+    if (!chosen.has(port) && (await portFree(port))) chosen.add(port)
+  }
+  return chosen.size === count ? [...chosen] : [...chosen, ...(await kernelPorts(count - chosen.size, chosen))]
+}
+
+/** The first port of the range the kernel hands to outgoing connections (Linux's setting, else the IANA range). */
+export function ephemeralPortsStart(): number {
+  try {
+    const first = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0])
+    if (Number.isInteger(first) && first > 0) return first
+  } catch {
+    // not Linux
+  }
+  return 49_152
+}
+
+async function kernelPorts(count: number, taken: Set<number>): Promise<number[]> {
+  const ports: number[] = []
+  while (ports.length < count) {
+    const servers = await Promise.all(
+      Array.from({ length: count - ports.length }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+        const server = createServer()
+        server.once('error', reject)
+        server.listen(0, '127.0.0.1', () => resolve(server))
+      })),
+    )
+    for (const server of servers) {
+      const address = server.address()
+      const port = typeof address === 'object' && address ? address.port : 0
+      if (port > 0 && !taken.has(port) && !ports.includes(port)) ports.push(port)
+    }
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))))
+  }
   return ports
 }
 

@@ -4,7 +4,7 @@
  * for a minute. A wrapper binary plays the first start (it answers on the frontend port, then
  * exits); the second is the real dev server.
  */
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -20,8 +20,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 const home = mkdtempSync(join(tmpdir(), 'forge-stack-start-'))
 const restartHome = mkdtempSync(join(tmpdir(), 'forge-stack-restart-'))
 const natsHome = mkdtempSync(join(tmpdir(), 'forge-stack-nats-kill-'))
+const squatHome = mkdtempSync(join(tmpdir(), 'forge-stack-squat-'))
 afterAll(async () => {
-  for (const h of [home, restartHome, natsHome]) {
+  for (const h of [home, restartHome, natsHome, squatHome]) {
     await stackDown(resolveConfig({ ...process.env, FORGE_HOME: h }))
     rmSync(h, { recursive: true, force: true })
   }
@@ -62,6 +63,64 @@ exec ${JSON.stringify(findBinary('temporal', undefined))} "$@"
     const endpoints = await stackUp(config, (line) => lines.push(line), { supervisor: false })
     expect(lines.filter((line) => /the Temporal dev server exited while starting/.test(line))).toHaveLength(1)
     expect(stackStatus(config).find((row) => row.name === 'temporal')).toMatchObject({ state: 'running', detail: expect.stringContaining(endpoints.temporalAddress) as unknown })
+  })
+})
+
+/**
+ * A wrapper that, the first time, binds (without listening: as an outgoing connection's local port
+ * does) the port the server is about to bind, then runs the real server, which cannot listen there;
+ * every later start runs the real server untouched. `portOf` is bash that sets $port from "$@".
+ */
+function squattingWrapper(name: string, real: string, portOf: string): { path: string; squatted: () => number; release: () => void } {
+  const dir = join(squatHome, name)
+  mkdirSync(dir)
+  const path = join(dir, 'wrapper')
+  writeFileSync(
+    path,
+    `#!/bin/bash
+if [ ! -e "${dir}/squatted" ]; then
+  ${portOf}
+  echo "$port" > "${dir}/squatted"
+  python3 -c "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', $port)); open('${dir}/bound', 'w').close(); time.sleep(60)" &
+  echo $! > "${dir}/squatter.pid"
+  while [ ! -e "${dir}/bound" ]; do sleep 0.05; done
+fi
+exec ${JSON.stringify(real)} "$@"
+`,
+  )
+  chmodSync(path, 0o755)
+  return {
+    path,
+    squatted: () => Number(readFileSync(join(dir, 'squatted'), 'utf8')),
+    release: () => {
+      try {
+        process.kill(Number(readFileSync(join(dir, 'squatter.pid'), 'utf8')), 'SIGKILL')
+      } catch {
+        // never started, or gone
+      }
+    },
+  }
+}
+
+describe('stack up when a port it was given is taken before the server binds it', () => {
+  it('starts the Temporal dev server and nats-server again on other ports (CI: an outgoing connection took the HTTP port)', async () => {
+    const temporal = squattingWrapper('temporal', findBinary('temporal', undefined), 'port=$(echo "$@" | grep -o -- "--http-port [0-9]*" | cut -d" " -f2)')
+    const nats = squattingWrapper('nats', findBinary('nats-server', undefined), 'port=$(grep -o "listen: 127.0.0.1:[0-9]*" "$2" | cut -d: -f3)')
+    try {
+      const config = resolveConfig({ ...process.env, FORGE_HOME: squatHome, FORGE_TEMPORAL_BIN: temporal.path, FORGE_NATS_BIN: nats.path, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' })
+      const lines: string[] = []
+      const endpoints = await stackUp(config, (line) => lines.push(line), { supervisor: false })
+      expect(lines.filter((line) => /could not listen on a port that was free a moment before/.test(line))).toEqual([
+        'the Temporal dev server could not listen on a port that was free a moment before: starting it again…',
+        'nats-server could not listen on a port that was free a moment before: starting it again…',
+      ])
+      expect(readStackState(squatHome).temporal!.ports![1]).not.toBe(temporal.squatted())
+      expect(endpoints.natsUrl).not.toContain(`:${nats.squatted()}`)
+      expect(stackStatus(config).map((row) => [row.name, row.state])).toEqual(expect.arrayContaining([['temporal', 'running'], ['nats', 'running'], ['ingester', 'running']]))
+    } finally {
+      temporal.release()
+      nats.release()
+    }
   })
 })
 
