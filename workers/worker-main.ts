@@ -19,6 +19,7 @@ import type { LogLevel } from '../config/index.js'
 import { createLogger } from '../engine/logger.js'
 import { startHealthServer, type HealthServer } from './health.js'
 import { createWorkerTelemetry } from './worker-telemetry.js'
+import { distEntry } from '../stack/paths.js'
 
 export interface WorkerOptions {
   temporalAddress: string
@@ -95,7 +96,9 @@ export interface PreparedWorkflows {
 
 const targetKey = (t: WorkflowTarget): string => JSON.stringify([t.temporalAddress, t.namespace, t.taskQueue, t.temporalConnection ?? {}])
 
-const workflowBundlePath = (): string => fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
+/** A path beside dist/workers (or beside the sources); from the package root when `forge worker` runs this code from the CLI's bundle (scripts/bundle-cli.mjs). */
+const besideWorkers = (relative: string): string => (import.meta.url.includes('/dist/cli-bundle/') ? distEntry(relative) : fileURLToPath(new URL(`../${relative}`, import.meta.url)))
+const workflowBundlePath = (): string => besideWorkers('workflow-bundle.js')
 
 /** The workflow worker (run, shard, sweep workflows) of a worker process on `connection`. */
 function createWorkflowWorker(connection: NativeConnection, target: WorkflowTarget, identity: string, shutdownGraceTime: number | string): Promise<Worker> {
@@ -105,7 +108,7 @@ function createWorkflowWorker(connection: NativeConnection, target: WorkflowTarg
     namespace: target.namespace,
     taskQueue: target.taskQueue,
     identity,
-    ...(existsSync(bundlePath) ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: fileURLToPath(new URL('../workflows/index.js', import.meta.url)) }),
+    ...(existsSync(bundlePath) ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: besideWorkers('workflows/index.js') }),
     maxConcurrentWorkflowTaskExecutions: 40,
     shutdownGraceTime,
   })

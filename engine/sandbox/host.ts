@@ -15,6 +15,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { readSetting } from '../../config/index.js'
+import { packageRoot } from '../suite-loader.js'
 import { SandboxConfigError, SandboxUnavailableError } from './errors.js'
 import type { SandboxSettings } from './config.js'
 import {
@@ -270,8 +271,9 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
 /** The directory of the scripts that run inside the sandbox (forwarder, module host), shipped as plain .mjs. */
 export function insideDir(): string {
   const here = path.dirname(fileURLToPath(import.meta.url))
-  // from the sources (engine/sandbox) or the build (dist/engine/sandbox): the .mjs files stay beside the sources
-  const candidates = [path.join(here, 'inside'), path.join(here, '..', '..', '..', 'engine', 'sandbox', 'inside')]
+  // from the sources (engine/sandbox) or the build (dist/engine/sandbox, or the CLI's bundle in
+  // dist/cli-bundle): the .mjs files stay beside the sources, under the package root
+  const candidates = [path.join(here, 'inside'), path.join(packageRoot(here), 'engine', 'sandbox', 'inside')]
   const found = candidates.find((dir) => existsSync(path.join(dir, 'forwarder.mjs')))
   if (found === undefined) throw new SandboxConfigError(`sandbox: the in-sandbox scripts are missing (looked in ${candidates.join(', ')})`)
   return realpathSync(found)

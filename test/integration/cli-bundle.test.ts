@@ -1,0 +1,75 @@
+/**
+ * The CLI oclif loads is the bundle scripts/bundle-cli.mjs builds (dist/cli-bundle): every command
+ * and the init hook come from it, a module the hook and a command share is one module there (the
+ * hook's forked workers are the ones `forge run` finds), and no bundled code looks for the package's
+ * files beside itself — in a chunk, "beside itself" is dist/cli-bundle/chunks.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { distEntry, packageRoot } from '../../stack/paths.js'
+
+const bundle = distEntry('cli-bundle')
+const files = readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'))
+
+/** The bundle's files an entry loads, directly or through others (static imports only). */
+function staticImportsOf(entry: string): Set<string> {
+  const seen = new Set<string>()
+  const visit = (file: string): void => {
+    for (const [, spec] of readFileSync(join(bundle, file), 'utf8').matchAll(/^import (?:.*? from )?"(\.[^"]+)";$/gm)) {
+      const target = join(dirname(file), spec!)
+      if (!seen.has(target)) {
+        seen.add(target)
+        visit(target)
+      }
+    }
+  }
+  visit(entry)
+  return seen
+}
+
+describe('the CLI bundle', () => {
+  it('is what oclif loads: every command of the manifest and the init hook', () => {
+    const pkg = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { oclif: { commands: string; hooks: { init: string } } }
+    expect(pkg.oclif.commands).toBe('./dist/cli-bundle/commands')
+    expect(pkg.oclif.hooks.init).toBe('./dist/cli-bundle/hooks/init.js')
+    const manifest = JSON.parse(readFileSync(join(packageRoot(), 'oclif.manifest.json'), 'utf8')) as { commands: Record<string, { relativePath: string[] }> }
+    const ids = Object.keys(manifest.commands)
+    expect(ids.length).toBeGreaterThan(40)
+    for (const id of ids) {
+      expect(manifest.commands[id]!.relativePath.slice(0, 3), id).toEqual(['dist', 'cli-bundle', 'commands'])
+      const path = join('commands', ...id.split(':'))
+      expect([`${path}.js`, join(path, 'index.js')].some((f) => files.includes(f)), id).toBe(true)
+    }
+    expect(files).toContain(join('hooks', 'init.js'))
+  })
+
+  it("defines each of Forge's modules once: the hook and `forge run` share the prefork module", () => {
+    const defining = files.filter((f) => /\bfunction preforkWorkers\b/.test(readFileSync(join(bundle, f), 'utf8')))
+    expect(defining).toHaveLength(1)
+    expect(defining[0]).toMatch(/^chunks\//)
+    for (const entry of [join('hooks', 'init.js'), join('commands', 'run.js')]) expect(staticImportsOf(entry), entry).toContain(defining[0])
+  })
+
+  it('finds files from the package root, never beside a chunk', () => {
+    // each known use: a package-root walk, a require for chDB's CommonJS connection, the worker's
+    // bundle-aware path, the ingester's main-module check, code generated for agents' modules
+    const allowed = [
+      /let dir = dirname\(fileURLToPath\(import\.meta\.url\)\);/,
+      /cannot find Forge's package root above \$\{fileURLToPath\(import\.meta\.url\)\}/,
+      /function packageRoot\(from = path\.dirname\(fileURLToPath\(import\.meta\.url\)\)\)/,
+      /const here = path\.dirname\(fileURLToPath\(import\.meta\.url\)\);/,
+      /createRequire\(import\.meta\.url\)/,
+      /import\.meta\.url\.includes\("\/dist\/cli-bundle\/"\) \? distEntry\(relative\)/,
+      /if \(import\.meta\.url === `file:\/\/\$\{process\.argv\[1\]\}`\)/,
+      /readFileSync\(new URL\('\.\/adversarial\.json', import\.meta\.url\), 'utf8'\)/,
+    ]
+    const unknown: string[] = []
+    for (const f of files) {
+      readFileSync(join(bundle, f), 'utf8').split('\n').forEach((line, i) => {
+        if (line.includes('import.meta') && !allowed.some((a) => a.test(line))) unknown.push(`${f}:${i + 1}: ${line.trim()}`)
+      })
+    }
+    expect(unknown).toEqual([])
+  })
+})
