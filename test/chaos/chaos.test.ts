@@ -62,6 +62,8 @@ afterAll(async () => {
 interface Cli {
   child: ChildProcess
   exited: Promise<{ code: number | null; stdout: string; stderr: string }>
+  /** what it printed so far, stdout then stderr */
+  printed: () => string
 }
 
 /** `forge …` as a terminal job: its own process group, output captured. */
@@ -72,7 +74,20 @@ function startCli(args: string[]): Cli {
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
   const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })))
-  return { child, exited }
+  return { child, exited, printed: () => stdout + stderr }
+}
+
+/**
+ * Waits until forge run said all its workers are ready. Until then a worker that exits fails the run
+ * as one that could not start (app/worker-pool.ts), even when the others already run attempts: on a
+ * loaded machine the gate can be reached by the first workers alone (CI: a rolling restart killed a
+ * worker still loading, and forge run ended).
+ */
+async function untilWorkersReady(cli: Cli): Promise<void> {
+  while (!/worker process\(es\) ready/.test(cli.printed())) {
+    if (cli.child.exitCode !== null || cli.child.signalCode !== null) throw new Error(`forge run ended before its workers were ready:\n${cli.printed().slice(-3000)}`)
+    await sleep(50)
+  }
 }
 
 function runArgs(runId: string, workers: number): string[] {
@@ -169,6 +184,7 @@ async function chaos(name: string, runId: string, opts: { workers?: number; faul
   const cli = startCli(runArgs(runId, opts.workers ?? 2))
   try {
     await untilHeldAtGate(runId)
+    await untilWorkersReady(cli)
     const killedAt = Date.now()
     await opts.fault(cli)
     rmSync(gate, { force: true })
@@ -240,6 +256,11 @@ describe('chaos: SIGKILL one process during a 200-attempt run; the run finishes 
       workers: 3,
       fault: async (cli) => {
         for (let round = 0; round < 3; round++) {
+          // the run is held at the gate: a CLI that ended meanwhile failed, and says why
+          if (cli.child.exitCode !== null || cli.child.signalCode !== null) {
+            const end = await cli.exited
+            throw new Error(`forge run ended (${end.code}) before kill ${round + 1} of 3, its run held at the gate:\n${end.stderr.slice(-3000)}\n${end.stdout.slice(-2000)}`)
+          }
           const pids = workerPids(cli.child)
           process.kill(pids[round % pids.length]!, 'SIGKILL')
           // every kill hits attempts in flight (held inside the agent); the gate opens the moment the third
