@@ -6,7 +6,7 @@
 import { readSetting } from '../config/index.js'
 import { spawn } from 'node:child_process'
 import { randomInt } from 'node:crypto'
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, Socket } from 'node:net'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -381,9 +381,17 @@ function logSize(file: string): number {
   }
 }
 
+/** What a log file holds after `offset` (what one start wrote), not the whole log of every start before. */
 function readFrom(file: string, offset: number): string {
   try {
-    return readFileSync(file).subarray(offset).toString('utf8')
+    const fd = openSync(file, 'r')
+    try {
+      const buffer = Buffer.alloc(Math.max(0, fstatSync(fd).size - offset))
+      const read = readSync(fd, buffer, 0, buffer.length, offset)
+      return buffer.subarray(0, read).toString('utf8')
+    } finally {
+      closeSync(fd)
+    }
   } catch {
     return ''
   }
@@ -395,7 +403,7 @@ async function startNats(config: ForgeConfig, previousPort: number | undefined, 
   return startRetryingBind('nats-server', logFile, [previousPort], log, async ([kept]) => startNatsOn(config, bin, logFile, kept ?? (await freePorts(1))[0]!))
 }
 
-async function startNatsOn(config: ForgeConfig, bin: string, log: string, port: number): Promise<ProcessEntry & { url: string }> {
+async function startNatsOn(config: ForgeConfig, bin: string, logFile: string, port: number): Promise<ProcessEntry & { url: string }> {
   const storeDir = join(config.home, 'nats')
   mkdirSync(storeDir, { recursive: true })
   const conf = join(config.home, 'nats.conf')
@@ -417,9 +425,9 @@ async function startNatsOn(config: ForgeConfig, bin: string, log: string, port: 
     { mode: 0o600 },
   )
   chmodSync(conf, 0o600)
-  const pid = spawnDetached(bin, ['-c', conf], log)
-  await waitForPort(port, 20_000, pid, log, 'nats-server')
-  return { pid, marker: 'nats', log, url: `nats://127.0.0.1:${port}` }
+  const pid = spawnDetached(bin, ['-c', conf], logFile)
+  await waitForPort(port, 20_000, pid, logFile, 'nats-server')
+  return { pid, marker: 'nats', log: logFile, url: `nats://127.0.0.1:${port}` }
 }
 
 async function startIngester(config: ForgeConfig, natsUrl: string): Promise<ProcessEntry> {

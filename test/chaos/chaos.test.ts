@@ -85,9 +85,14 @@ function startCli(args: string[]): Cli {
  */
 async function untilWorkersReady(cli: Cli): Promise<void> {
   while (!/worker process\(es\) ready/.test(cli.printed())) {
-    if (cli.child.exitCode !== null || cli.child.signalCode !== null) throw new Error(`forge run ended before its workers were ready:\n${cli.printed().slice(-3000)}`)
+    failIfEnded(cli, 'before its workers were ready')
     await sleep(50)
   }
+}
+
+/** Fails the test with what forge run printed when it ended while the test still needs it running. */
+function failIfEnded(cli: Cli, when: string): void {
+  if (cli.child.exitCode !== null || cli.child.signalCode !== null) throw new Error(`forge run ended (${cli.child.exitCode ?? cli.child.signalCode}) ${when}:\n${cli.printed().slice(-3000)}`)
 }
 
 function runArgs(runId: string, workers: number): string[] {
@@ -257,10 +262,7 @@ describe('chaos: SIGKILL one process during a 200-attempt run; the run finishes 
       fault: async (cli) => {
         for (let round = 0; round < 3; round++) {
           // the run is held at the gate: a CLI that ended meanwhile failed, and says why
-          if (cli.child.exitCode !== null || cli.child.signalCode !== null) {
-            const end = await cli.exited
-            throw new Error(`forge run ended (${end.code}) before kill ${round + 1} of 3, its run held at the gate:\n${end.stderr.slice(-3000)}\n${end.stdout.slice(-2000)}`)
-          }
+          failIfEnded(cli, `before kill ${round + 1} of 3, its run held at the gate`)
           const pids = workerPids(cli.child)
           process.kill(pids[round % pids.length]!, 'SIGKILL')
           // every kill hits attempts in flight (held inside the agent); the gate opens the moment the third
