@@ -69,14 +69,15 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
         attemptLanes: Math.min(lanes, slots),
         logDir: join(config.home, 'logs'),
         runId: plan.run_id,
-        onRestart: ({ slot, pid, exit }) => onEvent({ kind: 'stack', message: `worker ${slot} died (${exit}); started again as pid ${pid}` }),
+        onNotice: (message) => onEvent({ kind: 'stack', message }),
       })
       if (pool.layout.processes < opts.workers) onEvent({ kind: 'stack', message: workerLayoutNote(opts.workers, pool.layout) })
       await pool.ready
-      onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) })
+      onEvent({ kind: 'workers', pids: pool.pids() })
     }
     onEvent({ kind: 'notice', message: `resumed run ${plan.run_id} (${running ? 'still running' : 'already ended'})` })
-    const result = await awaitRunResult(sdkRunHandle(handle), plan.run_id, signal, (message) => onEvent({ kind: 'stack', message }))
+    // every worker of ours gone for good: the run stays open for the next resume
+    const result = await Promise.race([awaitRunResult(sdkRunHandle(handle), plan.run_id, signal, (message) => onEvent({ kind: 'stack', message })), ...(pool === undefined ? [] : [pool.lost])])
     await fleet?.settle()
     progress.stop()
     return await reportRun(config, plan, result, Date.now() - started, opts.ingest_timeout_ms ?? 120_000, onEvent)

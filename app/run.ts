@@ -23,7 +23,7 @@ import { refuseReusedRunId } from './run-id.js'
 import { openRunTemporal, TemporalWorkflowEndedError, type RunHandle, type RunTemporal } from './run-temporal.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
-import { maxLocalWorkerProcesses, startWorkerPool, workerLayout, workerLayoutNote } from './worker-pool.js'
+import { maxLocalWorkerProcesses, startWorkerPool, WorkerStartError, workerLayout, workerLayoutNote } from './worker-pool.js'
 import { adoptWarmWorkers, discardPreforked, preforkWorkers, settleLoadingClaims } from './worker-prefork.js'
 import { runWorkflowHost } from './workflow-host.js'
 import { refuseLocalModelWithoutWorkers, runEndpoints, type PollerWatch } from './fleet-workers.js'
@@ -135,7 +135,7 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     attemptLanes: lanes,
     logDir: join(config.home, 'logs'),
     runId: plan.run_id,
-    onRestart: ({ slot, pid, exit }) => onEvent({ kind: 'stack', message: `worker ${slot} died (${exit}); started again as pid ${pid}` }),
+    onNotice: (message) => onEvent({ kind: 'stack', message }),
     env: { ...modelServer.env, ...settingsEnv({ otlpUrl: config.otlpUrl }) },
   })
   // while it waits, forge run restarts whatever of the local stack dies (so does the stack's own supervisor)
@@ -154,9 +154,10 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     observer = observe?.(nc, plan.run_id, tasks.length * plan.attempts)
     // the workflow starts while the workers start up (its first tasks wait on the queue for them): ~0.8 s sooner
     let workersReady: Promise<void> = Promise.resolve()
+    const workersLost = pool?.lost ?? new Promise<never>(() => undefined)
     if (pool !== undefined) {
       if (pool.layout.processes < run.workers) onEvent({ kind: 'stack', message: workerLayoutNote(run.workers, pool.layout) })
-      workersReady = pool.ready.then(() => onEvent({ kind: 'workers', pids: pool.workers.map((w) => w.pid ?? 0) }))
+      workersReady = pool.ready.then(() => onEvent({ kind: 'workers', pids: pool.pids() }))
       workersReady.catch(() => undefined)
     }
     const result = await runWorkflow(
@@ -164,6 +165,7 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
       plan,
       signal,
       workersReady,
+      workersLost,
       () => {
         onEvent({ kind: 'started', run_id: plan.run_id, tasks: tasks.length, attempts: plan.attempts, total: tasks.length * plan.attempts, workers: run.workers, seed: plan.seed })
         if (pool === undefined) fleet = temporal.watchFleet?.((message) => onEvent({ kind: 'notice', message }))
@@ -250,6 +252,7 @@ async function runWorkflow(
   plan: RunPlan,
   signal: AbortSignal | undefined,
   workersReady: Promise<void>,
+  workersLost: Promise<never>,
   onStarted: () => void,
   onOutage: (message: string) => void,
 ): Promise<RunWorkflowResult> {
@@ -258,11 +261,20 @@ async function runWorkflow(
     await workersReady
   } catch (error) {
     // no worker of ours came up: nothing of the run ran, so nothing is left to record
-    await handle.terminate(`forge run: the workers did not start (${error instanceof Error ? error.message : String(error)})`).catch(() => undefined)
+    await handle.terminate(`forge run: the workers did not start (${errorMessage(error)})`).catch(() => undefined)
     throw error
   }
   onStarted()
-  return awaitRunResult(handle, plan.run_id, signal, onOutage)
+  // every worker of ours gone for good (each kept dying before it was ready): nothing would run the rest
+  const lost = workersLost.catch(async (error: unknown) => {
+    await handle.terminate(`forge run: ${errorMessage(error)}`).catch(() => undefined)
+    throw new WorkerStartError(`${errorMessage(error)}; run ${plan.run_id} was terminated, what finished is stored (forge stats --run-id ${plan.run_id})`, { cause: error })
+  })
+  return Promise.race([awaitRunResult(handle, plan.run_id, signal, onOutage), lost])
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
 }
 
 /**

@@ -137,6 +137,7 @@ export async function runSweep(config: ForgeConfig, opts: SweepOptions, onEvent:
           concurrency: opts.concurrency,
           logDir: join(config.home, 'logs'),
           runId: sweepId,
+          onNotice: (message) => onEvent({ kind: 'stack', message }),
         })
       : undefined
   const connection = await Connection.connect(temporalConnectOptions(endpoints.temporalAddress))
@@ -158,7 +159,8 @@ export async function runSweep(config: ForgeConfig, opts: SweepOptions, onEvent:
     opts.signal?.addEventListener('abort', cancel, { once: true })
     let result: SweepWorkflowResult
     try {
-      result = await handle.result()
+      // every worker of ours gone for good: the sweep stays open (its cells resume when workers poll again)
+      result = await Promise.race([handle.result(), ...(pool === undefined ? [] : [pool.lost])])
     } catch (error) {
       if (error instanceof WorkflowFailedError) throw new SweepFailedError(`sweep ${sweepId} failed: ${error.cause?.message ?? error.message}`, { cause: error })
       throw error

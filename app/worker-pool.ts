@@ -2,12 +2,13 @@
  * The worker processes of one `forge run --workers N`. Each runs in its own process group, so a
  * Ctrl-C in the terminal (SIGINT to the whole foreground group) reaches only `forge run`, which
  * cancels the run and then stops its workers. A worker that dies is started again in its slot
- * (issue 12). When `forge run` itself dies, its workers serve its run to the end, then exit.
+ * (issue 12), one that keeps dying before it is ready is given up (MAX_START_TRIES). When `forge run` itself dies, its workers serve its run to the end, then exit.
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { availableParallelism } from 'node:os'
 import { readSetting, settingsEnv } from '../config/index.js'
+import { ForgeError } from '../core/errors.js'
 import { busAccessEnv } from '../store/bus-auth.js'
 import { WarmWorker } from '../stack/warm-workers.js'
 import { discardWorker, forkWorkerProcess, sendWorkerSettings, takePreforked, type WorkerProcess } from './worker-prefork.js'
@@ -17,10 +18,20 @@ export interface WorkerPool {
   layout: WorkerLayout
   /** the live worker of each slot (a restarted worker replaces its predecessor) */
   workers: WorkerProcess[]
+  /** the process ids of the workers alive now (a given-up slot has none) */
+  pids(): number[]
   /** slots whose worker is a warm worker an earlier run left (stack/warm-workers.ts): loaded already */
   warm: number
-  /** resolves when every worker said it is ready */
+  /**
+   * resolves when every slot's worker said it is ready or its slot was given up (below), at least one
+   * ready; rejects, naming the worker and its log, when every slot was given up first
+   */
   ready: Promise<void>
+  /**
+   * rejects when no worker process is left: each slot's worker exited during start-up MAX_START_TRIES
+   * times in a row (a slot whose worker dies after it was ready is started again without limit)
+   */
+  lost: Promise<never>
   stop(): Promise<void>
 }
 
@@ -38,8 +49,10 @@ export interface WorkerPoolOptions {
   attemptLanes?: number
   logDir: string
   runId: string
-  /** a worker died and was started again in its slot */
-  onRestart?: (event: { slot: number; pid: number; exit: string }) => void
+  /** a worker died and was started again in its slot, or its slot was given up */
+  onNotice?: (message: string) => void
+  /** how a worker process is started (default: workers/worker-process.js); a test passes its own program */
+  fork?: typeof forkWorkerProcess
   /** more environment for the workers (e.g. where the stack's model server is) */
   env?: Record<string, string>
 }
@@ -71,6 +84,15 @@ export function maxLocalWorkerProcesses(env: NodeJS.ProcessEnv = process.env): n
   return setting > 0 ? setting : Math.max(4, availableParallelism())
 }
 
+/** Local worker processes could not be started (each kept exiting before it said it was ready): exit code 4, as a stack that did not start. */
+export class WorkerStartError extends ForgeError {
+  override name = 'WorkerStartError'
+  readonly kind = 'stack'
+}
+
+/** Starts in a row that end before the worker says it is ready, after which its slot is given up. */
+export const MAX_START_TRIES = 3
+
 export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   mkdirSync(opts.logDir, { recursive: true })
   const layout = workerLayout(opts.count, opts.concurrency, opts.maxProcesses ?? maxLocalWorkerProcesses())
@@ -93,7 +115,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     // its NATS credentials and the results key it signs with (store/bus-auth.ts)
     ...busAccessEnv(opts.natsUrl, 'worker'),
   })
-  const spawnWorker = (slot: number): WorkerProcess => forkWorkerProcess(join(opts.logDir, `worker-${slot}.log`), envOf(slot), false)
+  const spawnWorker = (slot: number): WorkerProcess => (opts.fork ?? forkWorkerProcess)(join(opts.logDir, `worker-${slot}.log`), envOf(slot), false)
   // warm workers earlier runs left and workers forked while forge run started (app/worker-prefork.ts) have loaded their code: they take the first slots
   const early = takePreforked()
   for (const child of early.splice(layout.processes)) discardWorker(child)
@@ -105,40 +127,68 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   }
   const workers = Array.from({ length: layout.processes }, (_, slot) => startWorker(slot))
   const warm = workers.filter((child) => child instanceof WarmWorker).length
-  const ready = Promise.all(
-    workers.map(
-      (child, i) =>
-        new Promise<void>((resolve, reject) => {
-          // a worker forked early says first that it waits for its settings (app/worker-prefork.ts)
-          const onMessage = (message: unknown): void => {
-            if ((message as { ready?: boolean } | null)?.ready !== true) return
-            child.off('message', onMessage)
-            resolve()
-          }
-          child.on('message', onMessage)
-          child.once('exit', (code) => reject(new Error(`worker ${i} exited during start-up (code ${code}); see ${join(opts.logDir, `worker-${i}.log`)}`)))
-        }),
-    ),
-  ).then(() => undefined)
-  // once all are up, a worker that dies is replaced: its attempts are retried by Temporal after the heartbeat timeout
-  const supervise = (slot: number): void => {
-    workers[slot]!.once('exit', (code, signal) => {
+  const logOf = (slot: number): string => join(opts.logDir, `worker-${slot}.log`)
+  // each slot's worker is watched from its start: one that exits is started again in its slot — its
+  // attempts are retried by Temporal after the heartbeat timeout — unless it exited before saying it
+  // was ready MAX_START_TRIES times in a row: then that slot is given up (a worker that cannot start
+  // fails fast), and the run goes on with the others
+  const startFailures = workers.map(() => 0)
+  const everReady = new Set<number>()
+  const givenUp = new Set<number>()
+  let settleReady: { resolve(): void; reject(error: WorkerStartError): void } | undefined
+  const ready = new Promise<void>((resolve, reject) => (settleReady = { resolve, reject }))
+  let reportLost: ((error: WorkerStartError) => void) | undefined
+  const lost = new Promise<never>((_, reject) => (reportLost = reject))
+  lost.catch(() => undefined)
+  const settle = (lastError: WorkerStartError | undefined): void => {
+    if (workers.some((_, slot) => !everReady.has(slot) && !givenUp.has(slot))) return
+    if (everReady.size > 0) settleReady?.resolve()
+    else if (lastError !== undefined) settleReady?.reject(lastError)
+  }
+  const watch = (slot: number): void => {
+    const child = workers[slot]!
+    let isReady = false
+    // a worker forked early says first that it waits for its settings (app/worker-prefork.ts)
+    const onMessage = (message: unknown): void => {
+      if ((message as { ready?: boolean } | null)?.ready !== true) return
+      child.off('message', onMessage)
+      isReady = true
+      startFailures[slot] = 0
+      everReady.add(slot)
+      settle(undefined)
+    }
+    child.on('message', onMessage)
+    child.once('exit', (code, signal) => {
+      child.off('message', onMessage)
       if (stopping) return
-      const child = spawnWorker(slot)
-      workers[slot] = child
-      opts.onRestart?.({ slot, pid: child.pid ?? 0, exit: signal ?? `code ${String(code)}` })
-      supervise(slot)
+      const exit = signal ?? `code ${String(code)}`
+      if (!isReady && ++startFailures[slot]! >= MAX_START_TRIES) {
+        givenUp.add(slot)
+        const live = workers.length - givenUp.size
+        const error = new WorkerStartError(`worker ${slot} exited during start-up ${MAX_START_TRIES} times in a row (last: ${exit}); see ${logOf(slot)}`)
+        opts.onNotice?.(`${error.message}; not started again${live > 0 ? `: the run goes on with ${live} of ${workers.length} worker processes` : ''}`)
+        if (live === 0) reportLost?.(new WorkerStartError(`no worker process is left: ${error.message}`))
+        settle(error)
+        return
+      }
+      const next = spawnWorker(slot)
+      workers[slot] = next
+      opts.onNotice?.(
+        isReady
+          ? `worker ${slot} died (${exit}); started again as pid ${next.pid ?? 0}`
+          : `worker ${slot} exited during start-up (${exit}); started again as pid ${next.pid ?? 0} (try ${startFailures[slot]! + 1} of ${MAX_START_TRIES}); see ${logOf(slot)}`,
+      )
+      watch(slot)
     })
   }
-  void ready.then(
-    () => workers.forEach((_, slot) => supervise(slot)),
-    () => undefined,
-  )
+  workers.forEach((_, slot) => watch(slot))
   return {
     layout,
     workers,
     warm,
     ready,
+    lost,
+    pids: () => workers.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => child.pid ?? 0),
     async stop() {
       stopping = true
       await Promise.all(
