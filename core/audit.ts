@@ -19,12 +19,39 @@ import { createHash, createHmac } from 'node:crypto'
  * FNV-1a instead, a hash call less per column (~0.2 ms of a worker's CPU per attempt); 3: an
  * attempt's metrics are one row per grading version and kind (table `attempt_metrics`, its columns
  * arrays) instead of one `metrics` row per metric — 5 rows for a smoke attempt instead of 22, the
- * manifest 58 % smaller (issue 15). Field digests only name what changed in a row; whether it
- * changed is the row's sha-256, in every version.
+ * manifest 58 % smaller (issue 15); 4: a table whose columns are its STANDARD_COLUMNS is left out
+ * of the stored manifest's `columns` (they were 55 % of a manifest, the same in every one), and the
+ * content hash is over the columns with those put back — the same hash as with them listed. Field
+ * digests only name what changed in a row; whether it changed is the row's sha-256, in every version.
  */
-export const AUDIT_VERSION = 3
+export const AUDIT_VERSION = 4
 /** the first version whose metrics are `attempt_metrics` rows (older manifests list one `metrics` row per metric) */
 export const METRICS_AS_ARRAYS = 3
+/** the first version whose manifests leave a table's standard columns out */
+export const STANDARD_COLUMNS_LEFT_OUT = 4
+
+/**
+ * The columns (sorted, `ingested_at` left out) of the rows Forge stores for a result, as its
+ * converters build them (test/unit/audit-columns.test.ts holds them to that): a manifest of version
+ * 4 or later omits a table's columns when they are exactly these. Frozen: stored manifests rely on
+ * them, so a table whose columns change is listed in full until a new version names its new ones.
+ */
+export const STANDARD_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  attempt_grades: ['attempt', 'attempt_uid', 'config_id', 'error', 'failure_bucket', 'grades', 'grading_version', 'invariants', 'outcome', 'regraded_at', 'run_id', 'suite', 'task_id', 'validity'],
+  attempt_metrics: ['attempt', 'attempt_uid', 'config_id', 'detail', 'grading_version', 'judge_decoding', 'judge_model', 'judge_prompt_version', 'kind', 'metric', 'metric_version', 'passed', 'run_id', 'status', 'suite', 'task_id', 'value'],
+  attempts: [
+    'adapter', 'attempt', 'attempt_uid', 'budget_limit', 'config_id', 'cost_usd', 'decoding', 'error', 'failure_bucket', 'finished_at', 'grades', 'injected_fault_kinds', 'injected_faults', 'input_tokens', 'instruction', 'invariants',
+    'latency_ms', 'model', 'outcome', 'output', 'output_tokens', 'price_table_version', 'run_id', 'seed', 'self_report', 'started_at', 'suite', 'task_id', 'tool_call_count', 'validity', 'worker_id',
+  ],
+  judgements: [
+    'attempt', 'attempt_uid', 'confidence', 'config_id', 'created_at', 'decision', 'divergence_step', 'explanation', 'grading_version', 'judge_decoding', 'judge_model', 'judge_prompt_version', 'low_confidence', 'needs_human_review',
+    'review_packet', 'review_reasons', 'revision', 'run_id', 'suite', 'task_id', 'tier0_failed', 'tier2_calls', 'tier2_error', 'tier2_status',
+  ],
+  review_resolutions: ['attempt_uid', 'failure_bucket', 'grading_version', 'note', 'resolution_id', 'resolved_at', 'reviewer', 'run_id', 'task_id', 'verdict'],
+  tool_calls: ['args', 'attempt_uid', 'call_index', 'duration_ms', 'error', 'injected_fault', 'intercepted', 'name', 'refused', 'result', 'retry_index', 'run_id', 'started_ms', 'task_id'],
+  traces: ['attempt', 'attempt_uid', 'bytes', 'config_id', 'run_id', 'stored', 'stored_at', 'suite', 'task_id', 'truncated'],
+}
+
 /** the chain's genesis text (unchanged since version 1, so older chains still verify) */
 const CHAIN_VERSION = 1
 const SHORT_FIELD = 256
@@ -112,11 +139,34 @@ function canonicalValue(value: unknown): string {
   return out + '}'
 }
 
+/** The sorted hashed columns of each shape of row met so far (its keys in order): rows of a table nearly always share one. */
+const columnsOfShape = new Map<string, string[]>()
+
 /** The columns of a table's rows that are hashed, in a fixed order. */
 function columnsOf(rows: readonly AuditRow[]): string[] {
+  const shapes = new Set(rows.map((row) => Object.keys(row.values).join('\u0000')))
+  const [shape] = shapes
+  if (shapes.size === 1 && shape !== undefined) {
+    let columns = columnsOfShape.get(shape)
+    if (columns === undefined) {
+      columns = shape === '' ? [] : shape.split('\u0000').filter((name) => !UNHASHED.has(name)).sort()
+      // bounded: a process meets a handful of shapes; rows of made-up shapes (tests) must not grow it forever
+      if (columnsOfShape.size < 256) columnsOfShape.set(shape, columns)
+    }
+    return columns
+  }
   const names = new Set<string>()
   for (const row of rows) for (const name of Object.keys(row.values)) if (!UNHASHED.has(name)) names.add(name)
   return [...names].sort()
+}
+
+/** A manifest's columns of `table`: listed, or (version 4 and later) the table's standard ones. */
+export function manifestColumns(manifest: Pick<AuditManifest, 'version' | 'columns'>, table: string): readonly string[] {
+  return manifest.columns[table] ?? (manifest.version >= STANDARD_COLUMNS_LEFT_OUT ? STANDARD_COLUMNS[table] : undefined) ?? []
+}
+
+function sameColumns(a: readonly string[], b: readonly string[] | undefined): boolean {
+  return b !== undefined && a.length === b.length && a.every((name, i) => name === b[i])
 }
 
 /** 32-bit FNV-1a over a text's UTF-16 code units, as 8 hex characters */
@@ -163,25 +213,48 @@ function rowDigests(row: AuditRow, columns: readonly string[], memo: ManifestMem
   return { digest: sha256(`${row.table}\n${row.key}\n${parts.join('\n')}`), fields }
 }
 
-/** The manifest of a result's rows (sorted by table and key), by the rules of `version` (a stored manifest's own when it is checked). */
-export function manifestOf(rows: readonly AuditRow[], columns?: Record<string, string[]>, version = AUDIT_VERSION): AuditManifest {
+/**
+ * The manifest of a result's rows (sorted by table and key), by the rules of `version` (a stored
+ * manifest's own when it is checked: then `columns` are that manifest's, see manifestColumns).
+ */
+export function manifestOf(rows: readonly AuditRow[], columns?: (table: string) => readonly string[], version = AUDIT_VERSION): AuditManifest {
   const tables = [...new Set(rows.map((row) => row.table))].sort()
-  const cols: Record<string, string[]> = {}
-  for (const table of tables) cols[table] = columns?.[table] ?? columnsOf(rows.filter((row) => row.table === table))
+  const cols = new Map<string, readonly string[]>()
+  for (const table of tables) cols.set(table, columns?.(table) ?? columnsOf(rows.filter((row) => row.table === table)))
   const memo = new ManifestMemo(version)
   const manifestRows = [...rows]
     .sort((a, b) => (a.table === b.table ? compare(a.key, b.key) : compare(a.table, b.table)))
-    .map((row) => ({ table: row.table, key: row.key, ...rowDigests(row, cols[row.table]!, memo) }))
-  return { version, columns: cols, rows: manifestRows }
+    .map((row) => ({ table: row.table, key: row.key, ...rowDigests(row, cols.get(row.table)!, memo) }))
+  const listed: Record<string, string[]> = {}
+  for (const [table, names] of cols) {
+    if (version < STANDARD_COLUMNS_LEFT_OUT || !sameColumns(names, STANDARD_COLUMNS[table])) listed[table] = [...names]
+  }
+  return { version, columns: listed, rows: manifestRows }
 }
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0
 }
 
-/** The content hash of a manifest: sha-256 over its version, columns and row digests. */
+/** Canonical texts of the columns of the tables of a manifest, by their tables and columns (a handful per process). */
+const canonicalColumnsOf = new Map<string, string>()
+
+/**
+ * The content hash of a manifest: sha-256 over its version, columns (each table's, listed or
+ * standard) and row digests — the canonical text of `{ version, columns, rows: [table, key, digest][] }`.
+ */
 export function contentHashOf(manifest: AuditManifest): string {
-  return sha256(canonicalValue({ version: manifest.version, columns: manifest.columns, rows: manifest.rows.map((r) => [r.table, r.key, r.digest]) }))
+  // before version 4 every table is listed (and only those count)
+  const tables = manifest.version < STANDARD_COLUMNS_LEFT_OUT ? Object.keys(manifest.columns).sort() : [...new Set([...Object.keys(manifest.columns), ...manifest.rows.map((r) => r.table)])].sort()
+  const columns = tables.map((table) => [table, manifestColumns(manifest, table)] as const)
+  const key = columns.map(([table, names]) => `${table}=${names.join(',')}`).join('\n')
+  let canonicalColumns = canonicalColumnsOf.get(key)
+  if (canonicalColumns === undefined) {
+    canonicalColumns = canonicalValue(Object.fromEntries(columns))
+    if (canonicalColumnsOf.size < 256) canonicalColumnsOf.set(key, canonicalColumns)
+  }
+  // canonicalValue of the whole object, its keys in their sorted order (columns, rows, version)
+  return sha256(`{"columns":${canonicalColumns},"rows":${canonicalValue(manifest.rows.map((r) => [r.table, r.key, r.digest]))},"version":${canonicalValue(manifest.version)}}`)
 }
 
 /** The audit entry of one stored result. */
@@ -369,7 +442,7 @@ const PLACE_COLUMNS = new Set(['attempt_uid', 'run_id', 'config_id', 'suite', 't
 /** The rows as stored against the manifest: missing, extra, edited (naming columns), reordered or swapped. */
 function compareRows(seq: number, where: string, entryKey: string, manifest: AuditManifest, stored: readonly AuditRow[], others: ReadonlyMap<string, { entry: string; row: ManifestRow }[]>): AuditProblem[] {
   const problems: AuditProblem[] = []
-  const recomputed = manifestOf(stored, manifest.columns, manifest.version)
+  const recomputed = manifestOf(stored, (table) => manifestColumns(manifest, table), manifest.version)
   const now = new Map(recomputed.rows.map((r) => [`${r.table}\u0000${r.key}`, r]))
   const then = new Map(manifest.rows.map((r) => [`${r.table}\u0000${r.key}`, r]))
   for (const [id, expected] of then) {
@@ -380,7 +453,7 @@ function compareRows(seq: number, where: string, entryKey: string, manifest: Aud
       continue
     }
     if (actual.digest === expected.digest) continue
-    const columns = manifest.columns[expected.table] ?? []
+    const columns = manifestColumns(manifest, expected.table)
     const field = (r: ManifestRow, i: number): string => r.fields.slice(i * 8, i * 8 + 8)
     // the row holds what another row held, apart from where it sits: rows were reordered (same entry) or swapped (another entry's)
     const moved = (others.get(expected.table) ?? []).find(
