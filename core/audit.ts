@@ -122,6 +122,8 @@ function canonicalValue(value: unknown): string {
   if (typeof value === 'boolean') return value ? '1' : '0'
   // appended in place rather than mapped and joined: a trace's and a tool call's nested values are most of a manifest's work
   if (Array.isArray(value)) {
+    // an array of strings, numbers and nulls (a metric row's columns) reads the same as JSON: the native encoder writes it
+    if (isFlatJsonArray(value)) return JSON.stringify(value)
     let out = '['
     for (let i = 0; i < value.length; i++) {
       if (i > 0) out += ','
@@ -141,6 +143,15 @@ function canonicalValue(value: unknown): string {
 
 /** The sorted hashed columns of each shape of row met so far (its keys in order): rows of a table nearly always share one. */
 const columnsOfShape = new Map<string, string[]>()
+
+/** An array without holes whose every element is a string, a number or null: its canonical text is its JSON. */
+function isFlatJsonArray(value: readonly unknown[]): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const element = value[i]
+    if (typeof element !== 'string' && typeof element !== 'number' && element !== null) return false
+  }
+  return true
+}
 
 /** The columns of a table's rows that are hashed, in a fixed order. */
 function columnsOf(rows: readonly AuditRow[]): string[] {
@@ -192,14 +203,16 @@ class ManifestMemo {
 
   constructor(private readonly version: number) {}
 
+  // a long text (a stored trace, an output) is rarely repeated: looking it up would hash it once more for nothing
   canonicalOf(value: unknown): string {
-    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') return canonicalValue(value)
-    let text = this.canonical.get(value)
-    if (text === undefined) this.canonical.set(value, (text = canonicalValue(value)))
+    if (typeof value === 'string' ? value.length > SHORT_FIELD : typeof value !== 'number' && typeof value !== 'boolean') return canonicalValue(value)
+    let text = this.canonical.get(value as string | number | boolean)
+    if (text === undefined) this.canonical.set(value as string | number | boolean, (text = canonicalValue(value)))
     return text
   }
 
   fieldDigestOf(part: string): string {
+    if (part.length > SHORT_FIELD) return fieldDigest(part, this.version)
     let digest = this.digests.get(part)
     if (digest === undefined) this.digests.set(part, (digest = fieldDigest(part, this.version)))
     return digest

@@ -202,7 +202,11 @@ describe('audit manifests by version', () => {
     const sparse: unknown[] = [1]
     sparse[3] = 'z'
     const nested = { zeta: [true, { b: null, a: [1.5, 'q"uote'] }], alpha: { missing: undefined, n: -0 }, sparse }
-    const rows: AuditRow[] = [0, 1, 2].map((i) => ({ table: 'metrics', key: `m${i}`, values: { attempt_uid: 'a1', passed: i === 1, value: i === 2 ? nested : 0.25, kind: 'deterministic' } }))
+    // a flat array (strings, numbers, nulls: a metric row's columns) is written by the native encoder: the same text, edge numbers and lone surrogates included
+    const flat = ['a', 1.5, null, -0, Number.NaN, Number.POSITIVE_INFINITY, 1e21, '\ud800x', 'q"uote\n']
+    // …but not one holding a boolean (0/1 in the canonical form, true/false in JSON)
+    const mixed = ['x', false, 2]
+    const rows: AuditRow[] = [0, 1, 2, 3].map((i) => ({ table: 'metrics', key: `m${i}`, values: { attempt_uid: 'a1', passed: i === 1, value: i === 2 ? nested : i === 3 ? { flat, mixed } : 0.25, kind: 'deterministic' } }))
     const manifest = manifestOf(rows)
     expect(manifest.columns['metrics']).toEqual(['attempt_uid', 'kind', 'passed', 'value'])
     manifest.rows.forEach((r, i) => {
@@ -211,6 +215,8 @@ describe('audit manifests by version', () => {
       expect(r.fields).toBe(parts.map((part) => fnv(part)).join(''))
     })
     expect(canonical(nested)).toBe('{"alpha":{"missing":null,"n":0},"sparse":[1,,,"z"],"zeta":[1,{"a":[1.5,"q\\"uote"],"b":null}]}')
+    expect(canonical(mixed)).toBe('["x",0,2]')
+    expect(canonical(flat)).toBe('["a",1.5,null,0,null,null,1e+21,"\\ud800x","q\\"uote\\n"]')
   })
 
   it('names an edited long field in a version-2 manifest too', () => {
