@@ -15,7 +15,7 @@ import { superviseStack } from '../stack/supervisor.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import type { RunWorkflow, RunWorkflowInput } from '../workflows/run.js'
 import { awaitRunResult, followProgress, reportRun, type RunEvent, type RunReport } from './run.js'
-import { maxLocalWorkerProcesses, startWorkerPool, workerLayout, workerLayoutNote, type WorkerPool } from './worker-pool.js'
+import { maxLocalWorkerProcesses, startWorkerPool, WorkerStartError, workerLayout, workerLayoutNote, type WorkerPool } from './worker-pool.js'
 import { runEndpoints, watchFleetWorkers, type PollerWatch } from './fleet-workers.js'
 
 export interface ResumeOptions {
@@ -77,7 +77,10 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
     }
     onEvent({ kind: 'notice', message: `resumed run ${plan.run_id} (${running ? 'still running' : 'already ended'})` })
     // every worker of ours gone for good: the run stays open for the next resume
-    const result = await Promise.race([awaitRunResult(sdkRunHandle(handle), plan.run_id, signal, (message) => onEvent({ kind: 'stack', message })), ...(pool === undefined ? [] : [pool.lost])])
+    const lost = pool?.lost.catch((error: unknown) => {
+      throw new WorkerStartError(`${(error as Error).message}; run ${plan.run_id} is still open: forge runs resume ${plan.run_id} goes on with it`, { cause: error })
+    })
+    const result = await Promise.race([awaitRunResult(sdkRunHandle(handle), plan.run_id, signal, (message) => onEvent({ kind: 'stack', message })), ...(lost === undefined ? [] : [lost])])
     await fleet?.settle()
     progress.stop()
     return await reportRun(config, plan, result, Date.now() - started, opts.ingest_timeout_ms ?? 120_000, onEvent)

@@ -2,7 +2,8 @@
  * The worker processes of one `forge run --workers N`. Each runs in its own process group, so a
  * Ctrl-C in the terminal (SIGINT to the whole foreground group) reaches only `forge run`, which
  * cancels the run and then stops its workers. A worker that dies is started again in its slot
- * (issue 12), one that keeps dying before it is ready is given up (MAX_START_TRIES). When `forge run` itself dies, its workers serve its run to the end, then exit.
+ * (issue 12); a slot whose worker keeps dying before it is ready is given up (MAX_START_TRIES). When
+ * `forge run` itself dies, its workers serve its run to the end, then exit.
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
