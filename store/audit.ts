@@ -103,6 +103,12 @@ export async function countAuditEntries(reader: StoreReader, runId: string, kind
   return Number(rows[0]?.n ?? 0)
 }
 
+/** How many links a run's chain has. */
+export async function countAuditLinks(reader: StoreReader, runId: string): Promise<number> {
+  const rows = await reader.query<{ n: string | number }>('SELECT count() AS n FROM audit_chain FINAL WHERE run_id = {run:String}', { run: runId })
+  return Number(rows[0]?.n ?? 0)
+}
+
 // 64-bit integers as JSON numbers: how the worker-side rows hold them
 const NUMBERS = 'SETTINGS output_format_json_quote_64bit_integers = 0'
 
