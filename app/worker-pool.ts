@@ -116,7 +116,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     // its NATS credentials and the results key it signs with (store/bus-auth.ts)
     ...busAccessEnv(opts.natsUrl, 'worker'),
   })
-  const spawnWorker = (slot: number): WorkerProcess => (opts.fork ?? forkWorkerProcess)(join(opts.logDir, `worker-${slot}.log`), envOf(slot), false)
+  const logOf = (slot: number): string => join(opts.logDir, `worker-${slot}.log`)
+  const spawnWorker = (slot: number): WorkerProcess => (opts.fork ?? forkWorkerProcess)(logOf(slot), envOf(slot), false)
   // warm workers earlier runs left and workers forked while forge run started (app/worker-prefork.ts) have loaded their code: they take the first slots
   const early = takePreforked()
   for (const child of early.splice(layout.processes)) discardWorker(child)
@@ -128,7 +129,6 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   }
   const workers = Array.from({ length: layout.processes }, (_, slot) => startWorker(slot))
   const warm = workers.filter((child) => child instanceof WarmWorker).length
-  const logOf = (slot: number): string => join(opts.logDir, `worker-${slot}.log`)
   // each slot's worker is watched from its start: one that exits is started again in its slot — its
   // attempts are retried by Temporal after the heartbeat timeout — unless it exited before saying it
   // was ready MAX_START_TRIES times in a row: then that slot is given up (a worker that cannot start

@@ -171,9 +171,9 @@ function columnsOf(rows: readonly AuditRow[]): string[] {
   return [...names].sort()
 }
 
-/** A manifest's columns of `table`: listed, or (version 4 and later) the table's standard ones. */
-export function manifestColumns(manifest: Pick<AuditManifest, 'version' | 'columns'>, table: string): readonly string[] {
-  return manifest.columns[table] ?? (manifest.version >= STANDARD_COLUMNS_LEFT_OUT ? STANDARD_COLUMNS[table] : undefined) ?? []
+/** A manifest's columns of `table`: listed, or (version 4 and later) the table's standard ones; undefined for a table it does not know. */
+export function manifestColumns(manifest: Pick<AuditManifest, 'version' | 'columns'>, table: string): readonly string[] | undefined {
+  return manifest.columns[table] ?? (manifest.version >= STANDARD_COLUMNS_LEFT_OUT ? STANDARD_COLUMNS[table] : undefined)
 }
 
 function sameColumns(a: readonly string[], b: readonly string[] | undefined): boolean {
@@ -230,7 +230,7 @@ function rowDigests(row: AuditRow, columns: readonly string[], memo: ManifestMem
  * The manifest of a result's rows (sorted by table and key), by the rules of `version` (a stored
  * manifest's own when it is checked: then `columns` are that manifest's, see manifestColumns).
  */
-export function manifestOf(rows: readonly AuditRow[], columns?: (table: string) => readonly string[], version = AUDIT_VERSION): AuditManifest {
+export function manifestOf(rows: readonly AuditRow[], columns?: (table: string) => readonly string[] | undefined, version = AUDIT_VERSION): AuditManifest {
   const tables = [...new Set(rows.map((row) => row.table))].sort()
   const cols = new Map<string, readonly string[]>()
   for (const table of tables) cols.set(table, columns?.(table) ?? columnsOf(rows.filter((row) => row.table === table)))
@@ -259,7 +259,7 @@ const canonicalColumnsOf = new Map<string, string>()
 export function contentHashOf(manifest: AuditManifest): string {
   // before version 4 every table is listed (and only those count)
   const tables = manifest.version < STANDARD_COLUMNS_LEFT_OUT ? Object.keys(manifest.columns).sort() : [...new Set([...Object.keys(manifest.columns), ...manifest.rows.map((r) => r.table)])].sort()
-  const columns = tables.map((table) => [table, manifestColumns(manifest, table)] as const)
+  const columns = tables.map((table) => [table, manifestColumns(manifest, table) ?? []] as const)
   const key = columns.map(([table, names]) => `${table}=${names.join(',')}`).join('\n')
   let canonicalColumns = canonicalColumnsOf.get(key)
   if (canonicalColumns === undefined) {
@@ -466,7 +466,7 @@ function compareRows(seq: number, where: string, entryKey: string, manifest: Aud
       continue
     }
     if (actual.digest === expected.digest) continue
-    const columns = manifestColumns(manifest, expected.table)
+    const columns = manifestColumns(manifest, expected.table) ?? []
     const field = (r: ManifestRow, i: number): string => r.fields.slice(i * 8, i * 8 + 8)
     // the row holds what another row held, apart from where it sits: rows were reordered (same entry) or swapped (another entry's)
     const moved = (others.get(expected.table) ?? []).find(
