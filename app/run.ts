@@ -196,14 +196,16 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     await supervisor?.stop()
     observer?.stop()
     await host?.stop()
-    await pool?.stop()
-    // the next run of this home starts on workers that have loaded their code (stack/warm-workers.ts)
+    // the next run of this home starts on workers that have loaded their code (stack/warm-workers.ts):
+    // the warm workers this run claimed wait for it, compiled hot by this run; slots without one get a new one
+    const warmSlots = pool === undefined ? 0 : Math.min(readSetting('warmWorkers'), pool.layout.processes)
+    await pool?.stop({ keepWarm: warmSlots })
     // (best effort: a home it cannot write to costs the next run its start-up, never this run its report)
     if (pool !== undefined) {
       try {
         // where the next run's workflows will be served: a warm worker prepares its workflow worker there while it waits
         const target = settingsEnv({ temporalAddress: endpoints.temporalAddress, temporalNamespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue })
-        leaveWarmWorkers(config.home, Math.min(readSetting('warmWorkers'), pool.layout.processes), { ...process.env, ...target })
+        leaveWarmWorkers(config.home, warmSlots, { ...process.env, ...target })
       } catch {
         // the next run forks its own
       }

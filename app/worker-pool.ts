@@ -33,7 +33,12 @@ export interface WorkerPool {
    * times in a row (a slot whose worker dies after it was ready is started again without limit)
    */
   lost: Promise<never>
-  stop(): Promise<void>
+  /**
+   * Stops every worker (SIGTERM, SIGKILL after 10 s) and resolves once each has exited — but for the
+   * warm workers of slots below `keepWarm`: their run is over and they wait for the next one
+   * (`WarmWorker.finishRun`); resolves once they listen again.
+   */
+  stop(opts?: { keepWarm?: number }): Promise<void>
 }
 
 export interface WorkerPoolOptions {
@@ -190,7 +195,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     ready,
     lost,
     pids: () => workers.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => child.pid ?? 0),
-    async stop() {
+    async stop({ keepWarm = 0 } = {}) {
       stopping = true
       await Promise.all(
         workers.map(
@@ -202,7 +207,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
                 clearTimeout(timer)
                 resolve()
               })
-              child.kill('SIGTERM')
+              if (!(child instanceof WarmWorker && child.slot < keepWarm && child.finishRun())) child.kill('SIGTERM')
             }),
         ),
       )

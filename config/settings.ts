@@ -152,6 +152,13 @@ export const SETTINGS = {
     defaultText: '600',
     schema: wholeNumber(1, 86_400),
   }),
+  warmWorkerRuns: define({
+    variable: 'FORGE_WARM_WORKER_RUNS',
+    description: 'Runs a warm worker serves, one after another, before it exits for a fresh one',
+    fallback: 20,
+    defaultText: '20',
+    schema: wholeNumber(1, 10_000),
+  }),
   exitWithParent: define({
     variable: 'FORGE_EXIT_WITH_PARENT',
     description: 'A worker process stops when its parent (forge run) is gone (1) or not (0)',

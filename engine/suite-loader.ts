@@ -208,20 +208,46 @@ export function loadedSuitePaths(): string[] {
   return [...loadedSuites]
 }
 
+/** runs a process keeps its suites loaded for (a fleet worker serves several at once) */
+export const SUITE_CACHE_RUNS = 16
+
+/** loaded suites by run (and absolute path), oldest first; an entry's content is shared with another of the same path and hash */
 const cache = new Map<string, Promise<LoadedSuite>>()
 
-/** loadSuite, memoized per absolute suite path for the life of the process (a failed load is not kept). */
-export function loadSuiteCached(ref: string, cwd: string = process.cwd()): Promise<LoadedSuite> {
+/**
+ * loadSuite, memoized per run and absolute suite path: a run's attempts on one process see the suite as
+ * it was when that process first needed it for the run, and the next run loads it again, so a task
+ * edited between two runs is never served stale by a process that lives on (a fleet worker, a warm
+ * worker that serves run after run). A reload with the same content returns the suite already loaded
+ * (its tasks, tools and invariants are the same objects). The last SUITE_CACHE_RUNS runs are kept; a
+ * failed load is not.
+ */
+export function loadSuiteCached(ref: string, runId = '', cwd: string = process.cwd()): Promise<LoadedSuite> {
   const suitePath = resolveSuitePath(ref, cwd)
-  const cached = cache.get(suitePath)
+  const key = `${runId}\u0000${suitePath}`
+  const cached = cache.get(key)
   if (cached !== undefined) return cached
-  const loading = loadSuite(suitePath, cwd)
-  cache.set(suitePath, loading)
-  loading.catch(() => cache.delete(suitePath))
+  const others = [...cache.entries()].filter(([k]) => k.endsWith(`\u0000${suitePath}`)).map(([, loaded]) => loaded)
+  const loading = loadSuite(suitePath, cwd).then(async (fresh) => {
+    for (const other of others) {
+      const known = await other.catch(() => undefined)
+      if (known?.contentHash === fresh.contentHash) return known
+    }
+    return fresh
+  })
+  cache.set(key, loading)
+  loading.catch(() => cache.delete(key))
+  const runs = new Set([...cache.keys()].map((k) => k.slice(0, k.indexOf('\u0000'))))
+  for (const oldest of cache.keys()) {
+    if (runs.size <= SUITE_CACHE_RUNS) break
+    const run = oldest.slice(0, oldest.indexOf('\u0000'))
+    for (const k of [...cache.keys()]) if (k.startsWith(`${run}\u0000`)) cache.delete(k)
+    runs.delete(run)
+  }
   return loading
 }
 
-/** Forgets every cached suite (tests, or a worker told that suite content changed). */
+/** Forgets every cached suite (tests). */
 export function clearSuiteCache(): void {
   cache.clear()
 }

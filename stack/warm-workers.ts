@@ -13,7 +13,10 @@
  * whoever connects; the claimer answers `{ forgeWorkerSettings, cwd }` (or `{ forgeWorkerStop }`);
  * then the worker's messages (`{ ready }`) come over the socket, and the socket closing is the
  * worker's exit for the claimer and its parent's for the worker. One connection at a time; a
- * claimer that goes without sending settings leaves the worker waiting for the next.
+ * claimer that goes without sending settings leaves the worker waiting for the next. At the end of
+ * its run the claimer says `{ forgeWorkerRunDone }` and the worker, its code compiled hot by that run,
+ * waits for the next one on its socket (up to FORGE_WARM_WORKER_RUNS runs), closing the claimer's
+ * connection once it listens again.
  */
 import { spawn } from 'node:child_process'
 import { EventEmitter } from 'node:events'
@@ -120,6 +123,17 @@ export class WarmWorker extends EventEmitter {
     } catch {
       return false
     }
+  }
+
+  /**
+   * Ends its run and keeps it: the worker stops serving the run (as on SIGTERM), then waits on its
+   * socket for the next run and closes this connection once it listens (workers/worker-process.ts), so a
+   * run that leaves warm workers next finds the slot taken. False when it is not this claimer's.
+   */
+  finishRun(): boolean {
+    if (this.closed || !this.claimed) return false
+    this.socket.write(jsonLine({ forgeWorkerRunDone: true }))
+    return true
   }
 
   /** Hangs up without settings: the worker waits for the next run. */

@@ -50,7 +50,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
   const slots = new Slots(deps.attemptSlots ?? Number.POSITIVE_INFINITY)
   const progress = createProgressPublisher(deps.nc, deps.progressWindowMs)
   const runOne = async (input: AttemptInput): Promise<AttemptSummary> => {
-    const suite = await loadSuiteCached(input.suite_path).catch((error: unknown) => {
+    const suite = await loadSuiteCached(input.suite_path, input.run_id).catch((error: unknown) => {
       throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
     })
     const task = suite.tasks.find((t) => t.id === input.task_id)

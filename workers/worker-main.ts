@@ -217,11 +217,14 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
         })
 
   const workers = [worker, judgeWorker].filter((w): w is Worker => w !== undefined)
+  // once this resolves the process may serve another run (a warm worker): nothing of this one may act then
+  let finished = false
+  let fuse: NodeJS.Timeout | undefined
   const stop = () => {
     if (telemetry.draining) return
     telemetry.draining = true
     // a shutdown waits on its server: with Temporal gone for good it would wait forever
-    if (opts.exitWithParent) setTimeout(() => process.exit(1), 20_000).unref()
+    if (opts.exitWithParent) fuse = setTimeout(() => process.exit(1), 20_000).unref()
     for (const w of workers) w.shutdown()
   }
   const onSignal = () => {
@@ -242,6 +245,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
         }, 500)
       })
     void parentGone.then(() => {
+      if (finished) return
       if (parentWatch) clearInterval(parentWatch)
       if (opts.runId === undefined) {
         logger.warn({ parent }, 'parent process is gone; shutting down')
@@ -292,6 +296,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     }
     await Promise.all(running)
   } finally {
+    finished = true
     await health?.close()
     if (parentWatch) clearInterval(parentWatch)
     // spans of finished attempts still waiting go out before the bus closes (each request is bounded by its timeout)
@@ -301,6 +306,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     await reader.close().catch(() => undefined)
     await nc.drain().catch(() => undefined)
     await connection.close()
+    clearTimeout(fuse)
   }
 }
 

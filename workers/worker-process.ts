@@ -2,7 +2,7 @@
  * Entry point of a worker child process; configured through FORGE_* variables (config/). The
  * composition root of the process: the only file of workers/ that reaches into app/ and stack/.
  */
-import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Socket } from 'node:net'
 import { dirname } from 'node:path'
 import { lazySweepActivities } from '../app/sweep-activities-lazy.js'
@@ -13,7 +13,10 @@ import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import { jsonLine, onJsonLines, WARM_SOCKET_ARG, warmPidPath, workerBuildStamp } from '../stack/warm-workers.js'
 import { prepareWorkflowWorker, runWorker, type PreparedWorkflows, type WorkerOptions } from './worker-main.js'
 
-type Channel = Pick<WorkerOptions, 'report' | 'parentGone' | 'preparedWorkflows'>
+type Channel = Pick<WorkerOptions, 'report' | 'parentGone' | 'preparedWorkflows' | 'shutdown'>
+
+/** a warm worker bigger than this once its run is over exits instead of waiting for the next run */
+export const WARM_WORKER_MAX_RSS = 1024 * 1024 * 1024
 
 /** Takes a run's settings: its whole environment and (from a warm worker's claimer) its working directory. */
 function applySettings(settings: Record<string, string>, cwd: unknown): void {
@@ -26,7 +29,7 @@ function applySettings(settings: Record<string, string>, cwd: unknown): void {
 function start(): void {
   const socketAt = process.argv.indexOf(WARM_SOCKET_ARG)
   if (socketAt >= 0) return awaitRunOnSocket(process.argv[socketAt + 1] ?? '')
-  if (!process.argv.includes('--await-settings')) return main()
+  if (!process.argv.includes('--await-settings')) return void main()
   // its forge run went away before it needed this worker
   const orphaned = (): never => process.exit(0)
   process.once('disconnect', orphaned)
@@ -35,7 +38,7 @@ function start(): void {
     if (settings === undefined) process.exit(2)
     process.off('disconnect', orphaned)
     applySettings(settings, message?.cwd)
-    main()
+    void main()
   })
   // forge run may have gone while this process loaded its code (the event came before the listener)
   if (!process.connected) orphaned()
@@ -56,8 +59,13 @@ function forgetPidFile(file: string): void {
 /**
  * A warm worker (stack/warm-workers.ts): loaded, it waits on a unix socket for the next run of its
  * FORGE_HOME, one connection at a time, until claimed, told to stop, or idle for FORGE_WARM_WORKER_IDLE.
+ * Claimed, it serves the run; when its claimer then says the run is done (`forgeWorkerRunDone`) it
+ * waits on the socket again for the run after — with its code loaded and compiled hot by the run
+ * before — unless it has served FORGE_WARM_WORKER_RUNS runs or outgrown WARM_WORKER_MAX_RSS; it
+ * closes its claimer's connection once it listens again (or exits), so the claimer leaves no other
+ * warm worker for the slot. `served` counts the runs it served before.
  */
-function awaitRunOnSocket(path: string): void {
+function awaitRunOnSocket(path: string, served = 0, listening: () => void = () => undefined): void {
   const idleMs = readSetting('warmWorkerIdle') * 1000
   const server = createServer()
   const quit = (code = 0): void => {
@@ -79,6 +87,7 @@ function awaitRunOnSocket(path: string): void {
   const line: Socket[] = []
   let serving: Socket | undefined
   let claimed = false
+  let runDone = (): void => undefined
   const serveNext = (): void => {
     serving = line[0]
     if (serving === undefined) {
@@ -88,7 +97,10 @@ function awaitRunOnSocket(path: string): void {
     const socket = serving
     socket.write(jsonLine({ warmWorker: { pid: process.pid, build: workerBuildStamp() } }))
     onJsonLines(socket, (message) => {
-      if (claimed) return
+      if (claimed) {
+        if (message['forgeWorkerRunDone'] === true) runDone()
+        return
+      }
       if (message['forgeWorkerStop'] === true) return quit()
       const settings = message['forgeWorkerSettings']
       if (typeof settings !== 'object' || settings === null) return void socket.destroy()
@@ -104,7 +116,21 @@ function awaitRunOnSocket(path: string): void {
       // the run's connection must not keep the worker alive once it is done, as an IPC channel would not
       socket.unref()
       const parentGone = new Promise<void>((resolve) => socket.once('close', () => resolve()))
-      main({ report: (reply) => void socket.write(jsonLine(reply)), parentGone, ...(preparing !== undefined ? { preparedWorkflows: preparing } : {}) })
+      let done = false
+      const shutdown = new Promise<void>((resolve) => (runDone = () => ((done = true), resolve())))
+      void main({ report: (reply) => void socket.write(jsonLine(reply)), parentGone, shutdown, ...(preparing !== undefined ? { preparedWorkflows: preparing } : {}) }).then(() => {
+        const runs = served + 1
+        const rss = process.memoryUsage().rss
+        // a claimer that died, a signal, or a worker that has served enough: it goes as a forked one does
+        if (!done || socket.destroyed) return
+        if (runs >= readSetting('warmWorkerRuns') || rss > WARM_WORKER_MAX_RSS) {
+          console.error(`warm worker ${process.pid}: served ${runs} run(s), RSS ${Math.round(rss / 2 ** 20)} MiB; exiting for a fresh one`)
+          socket.destroy()
+          return
+        }
+        console.error(`warm worker ${process.pid}: served ${runs} run(s); waiting again`)
+        awaitRunOnSocket(path, runs, () => socket.destroy())
+      })
     })
   }
   server.on('connection', (socket: Socket) => {
@@ -131,7 +157,10 @@ function awaitRunOnSocket(path: string): void {
   let preparing: Promise<PreparedWorkflows | undefined> | undefined
   server.listen(path, () => {
     chmodSync(path, 0o600)
-    console.error(`warm worker ${process.pid} loaded: waiting on ${path} for the next run`)
+    // waiting again after a run: its pid file lets `forge stack down` stop it as it stops a new one
+    if (served > 0) writeFileSync(warmPidPath(path), `${process.pid}\n`, { mode: 0o600 })
+    console.error(served > 0 ? `warm worker ${process.pid} waiting on ${path} for the next run` : `warm worker ${process.pid} loaded: waiting on ${path} for the next run`)
+    listening()
     preparing = prepareWarmWorkflows()
   })
 }
@@ -157,7 +186,8 @@ function prepareWarmWorkflows(): Promise<PreparedWorkflows | undefined> {
   })
 }
 
-function main(channel: Channel = {}): void {
+/** Serves a run (or, on a fleet, every run) until the worker stops; resolves once it has, everything it opened closed. */
+function main(channel: Channel = {}): Promise<void> {
   try {
     const config = resolveConfig()
     const { address } = config.temporal
@@ -170,7 +200,7 @@ function main(channel: Channel = {}): void {
     if (attemptLanes > concurrency) {
       throw new ConfigError(`FORGE_WORKER_ATTEMPT_LANES (${attemptLanes}) must not exceed FORGE_WORKER_CONCURRENCY (${concurrency}): a worker reserves its attempt slots a batch's lanes at a time`)
     }
-    runWorker({
+    return runWorker({
       temporalAddress: address,
       natsUrl: config.natsUrl,
       namespace: config.temporal.namespace,

@@ -4,29 +4,31 @@
  * is not used, the claimer's death, the idle timeout and `stack down` end it, and `forge run`'s init
  * hook claims it as the use case does.
  */
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, type Server, type Socket } from 'node:net'
-import { hostname } from 'node:os'
+import { hostname, tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Client, Connection } from '@temporalio/client'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
 import { settingsEnv } from '../../config/index.js'
 import { busAccessEnv } from '../../store/bus-auth.js'
-import { claimWarmWorker, claimWarmWorkers, jsonLine, leaveWarmWorkers, onJsonLines, stopWarmWorkers, warmDir, warmSocketPath, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
+import { claimWarmWorker, claimWarmWorkers, jsonLine, leaveWarmWorkers, onJsonLines, stopWarmWorkers, warmDir, warmPidPath, warmSocketPath, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
 import { stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
+import { packageRoot } from '../../engine/suite-loader.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { alive, until } from '../helpers/processes.js'
 
 let stack: TestStack
-const before = { warm: process.env['FORGE_WARM_WORKERS'], idle: process.env['FORGE_WARM_WORKER_IDLE'] }
+const before = { warm: process.env['FORGE_WARM_WORKERS'], idle: process.env['FORGE_WARM_WORKER_IDLE'], runs: process.env['FORGE_WARM_WORKER_RUNS'] }
 
 beforeAll(async () => {
   stack = await startTestStack('warm')
   process.env['FORGE_WARM_WORKERS'] = '1'
 })
 afterAll(async () => {
-  for (const [name, value] of [['FORGE_WARM_WORKERS', before.warm], ['FORGE_WARM_WORKER_IDLE', before.idle]] as const) {
+  for (const [name, value] of [['FORGE_WARM_WORKERS', before.warm], ['FORGE_WARM_WORKER_IDLE', before.idle], ['FORGE_WARM_WORKER_RUNS', before.runs]] as const) {
     if (value === undefined) delete process.env[name]
     else process.env[name] = value
   }
@@ -116,10 +118,74 @@ describe('warm workers', () => {
     // the warm worker served them from the workflow worker it made while it waited (named by its process)
     expect([...(await workflowTaskTakers(second.runId))]).toEqual([`${hostname()}-${pid}`])
     expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).not.toContain(`warm worker ${pid}: no workflow worker prepared`)
-    // it served that run and went; the run left another
-    expect(await until(() => !alive(pid))).toBe(true)
-    expect(await warmWorker()).not.toBe(pid)
     expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid} claimed by a run`)
+    // it served that run and waits for the next, listening again before the run ended: the run left no other
+    expect(existsSync(warmSocketPath(stack.home, 0))).toBe(true)
+    expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([pid])
+    expect(readFileSync(warmPidPath(warmSocketPath(stack.home, 0)), 'utf8')).toBe(`${pid}\n`)
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid}: served 1 run(s); waiting again`)
+    // and serves the next one too, from a workflow worker it made again while it waited
+    const third = await runOn('warm-3')
+    expect(third.pids).toEqual([pid])
+    expect(third).toMatchObject({ attempts: 10, status: 'completed' })
+    expect([...(await workflowTaskTakers(third.runId))]).toEqual([`${hostname()}-${pid}`])
+    expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([pid])
+  })
+
+  it('serves run after run up to FORGE_WARM_WORKER_RUNS, then exits and the run leaves a fresh one', async () => {
+    await stopWarmWorkers(stack.home)
+    expect(await until(() => warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0)).toBe(true)
+    process.env['FORGE_WARM_WORKER_RUNS'] = '2'
+    try {
+      const pid = await warmWorker()
+      expect((await runOn('runs-1')).pids).toEqual([pid])
+      expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([pid])
+      expect((await runOn('runs-2')).pids).toEqual([pid])
+      // its second run was its last: it went, and that run left another for the slot
+      expect(await until(() => !alive(pid))).toBe(true)
+      expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toMatch(new RegExp(`warm worker ${pid}: served 2 run\\(s\\), RSS \\d+ MiB; exiting for a fresh one`))
+      const fresh = await warmWorker()
+      expect(fresh).not.toBe(pid)
+      expect((await runOn('runs-3')).pids).toEqual([fresh])
+    } finally {
+      delete process.env['FORGE_WARM_WORKER_RUNS']
+    }
+    // a run whose home keeps no warm worker (FORGE_WARM_WORKERS=0) stops the one it claimed
+    const pid = await warmWorker()
+    process.env['FORGE_WARM_WORKERS'] = '0'
+    try {
+      expect((await runOn('runs-none')).pids).toEqual([pid])
+      expect(await until(() => !alive(pid))).toBe(true)
+      expect(existsSync(warmSocketPath(stack.home, 0))).toBe(false)
+    } finally {
+      process.env['FORGE_WARM_WORKERS'] = '1'
+    }
+  })
+
+  it('serves the next run the suite as it is then: a task edited between two runs on the same warm worker', async () => {
+    const suite = mkdtempSync(join(tmpdir(), 'forge-warm-suite-'))
+    cpSync(join(packageRoot(), 'suites', 'smoke'), suite, { recursive: true })
+    const pid = await warmWorker()
+    const instructionOf = async (runId: string): Promise<string[]> => {
+      const rows = JSON.parse(forge(['sql', `SELECT DISTINCT instruction FROM attempts WHERE run_id = '${runId}' AND task_id = 'echo_greeting'`, '--json'], stack.env).stdout) as { instruction: string }[]
+      return rows.map((row) => row.instruction)
+    }
+    const run = async (seed: string) => {
+      let pids: number[] = []
+      const report = await runSuite(stack.config, { ...smoke(seed), suite }, (event) => {
+        if (event.kind === 'workers') pids = event.pids
+      })
+      expect(report.status).toBe('completed')
+      return { pids, runId: report.run_id }
+    }
+    const before = await run('edit-1')
+    expect(before.pids).toEqual([pid])
+    const task = join(suite, 'tasks', 'echo_greeting.yaml')
+    writeFileSync(task, readFileSync(task, 'utf8').replace(/^instruction: .*$/m, 'instruction: Greet the user back, edited between two runs.'))
+    const after = await run('edit-2')
+    expect(after.pids).toEqual([pid])
+    expect(await instructionOf(after.runId)).toEqual(['Greet the user back, edited between two runs.'])
+    expect(await instructionOf(before.runId)).not.toEqual(['Greet the user back, edited between two runs.'])
   })
 
   it('stays waiting through a refused run and a connection that sends garbage', async () => {
@@ -247,8 +313,11 @@ describe('warm workers', () => {
     expect(run.pids).toEqual([pid])
     expect(run.status).toBe('completed')
     expect([...(await workflowTaskTakers(run.runId))]).toEqual([`${run.runId}-w0`])
-    // the workflow worker it made for the other queue kept nothing alive: it served its run and went
-    expect(await until(() => !alive(pid!))).toBe(true)
+    // the workflow worker it made for the other queue was let go; waiting again, it makes one for this
+    // run's queue, and the next run's workflow tasks are served from it
+    const next = await runOn('warm-same-queue')
+    expect(next.pids).toEqual([pid])
+    expect([...(await workflowTaskTakers(next.runId))]).toEqual([`${hostname()}-${pid}`])
   })
 
   it("forge run's init hook claims it, as a user runs forge run twice", async () => {
@@ -259,11 +328,10 @@ describe('warm workers', () => {
     const second = forge(['run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '1', '--seed', 'cli-2'], env)
     expect(second.status).toBe(0)
     expect(second.stdout).toMatch(/5 attempts/)
-    expect(await until(() => !alive(pid))).toBe(true)
     expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid} claimed by a run`)
-    // stack status shows the one this run left; stack down stops it, loading or listening
+    // stack status shows the one waiting for the next run (the one that served this one); stack down stops it
     const third = warmWorkersAt(warmSocketPath(stack.home, 0))
-    expect(third).toHaveLength(1)
+    expect(third).toEqual([pid])
     const status = JSON.parse(forge(['stack', 'status', '--json'], env).stdout) as { name: string; detail: string }[]
     expect(status.find((row) => row.name === 'warm-worker-0')?.detail).toMatch(new RegExp(`^pid ${third[0]} (waiting for the next run|loading)`))
     expect(await stopWarmWorkers(stack.home)).toBe(1)

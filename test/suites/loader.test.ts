@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
-import { loadSuite, loadSuiteCached, packageRoot, resolveSuitePath } from '../../engine/suite-loader.js'
+import { loadSuite, loadSuiteCached, packageRoot, resolveSuitePath, SUITE_CACHE_RUNS } from '../../engine/suite-loader.js'
 import { SuiteLoadError } from '../../engine/errors.js'
 import { BASELINE, makeSuite, removeTempSuites } from './temp-suite.js'
 
@@ -46,11 +46,36 @@ describe('loadSuite on a valid suite', () => {
     expect(c.contentHash).not.toBe(a.contentHash)
   })
 
-  it('caches per absolute path', async () => {
+  it('caches per run and absolute path', async () => {
     const dir = makeSuite()
-    const first = loadSuiteCached(dir)
-    expect(loadSuiteCached(path.relative(process.cwd(), dir))).toBe(first)
+    const first = loadSuiteCached(dir, 'run-a')
+    expect(loadSuiteCached(path.relative(process.cwd(), dir), 'run-a')).toBe(first)
     expect((await first).name).toBe('tmp_suite')
+  })
+
+  it("loads the suite again for the next run: a task edited between two runs is never served stale, unchanged content is shared", async () => {
+    const dir = makeSuite()
+    const before = await loadSuiteCached(dir, 'run-1')
+    // the same content for another run: the very objects already loaded
+    expect(await loadSuiteCached(dir, 'run-2')).toBe(before)
+    writeFileSync(path.join(dir, 'tasks', 'alpha.yaml'), alpha.replace(/^instruction: .*$/m, 'instruction: Say it twice.'))
+    const after = await loadSuiteCached(dir, 'run-3')
+    expect(after.contentHash).not.toBe(before.contentHash)
+    expect(after.tasks.find((t) => t.id === 'alpha')?.instruction).toBe('Say it twice.')
+    // a run already under way keeps the suite it started with
+    expect(await loadSuiteCached(dir, 'run-1')).toBe(before)
+    expect(before.tasks.find((t) => t.id === 'alpha')?.instruction).not.toBe('Say it twice.')
+  })
+
+  it(`keeps the suites of the last ${SUITE_CACHE_RUNS} runs`, async () => {
+    const dir = makeSuite()
+    const oldest = loadSuiteCached(dir, 'kept-0')
+    await oldest
+    for (let run = 1; run <= SUITE_CACHE_RUNS; run++) await loadSuiteCached(dir, `kept-${run}`)
+    // the first run's entry went; a newer one is still there
+    expect(loadSuiteCached(dir, 'kept-0')).not.toBe(oldest)
+    const newest = loadSuiteCached(dir, `kept-${SUITE_CACHE_RUNS}`)
+    expect(loadSuiteCached(dir, `kept-${SUITE_CACHE_RUNS}`)).toBe(newest)
   })
 })
 

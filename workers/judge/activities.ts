@@ -42,7 +42,7 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
   const now = deps.now ?? Date.now
   return {
     async judgeAttempt(input: JudgeInput): Promise<JudgeSummary> {
-      const suite = await loadSuiteCached(input.suite_path).catch((error: unknown) => {
+      const suite = await loadSuiteCached(input.suite_path, input.run_id).catch((error: unknown) => {
         throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
       })
       const task = suite.tasks.find((t) => t.id === input.task_id)
