@@ -6,6 +6,7 @@
 import { runSuite, type RunConfigInput, type RunReport } from '../app/run.js'
 import type { ForgeConfig } from '../config/index.js'
 import { readStackState } from '../stack/local-stack.js'
+import { warmWorkers } from '../stack/warm-workers.js'
 import { fixed, mib } from './measure.js'
 import { ProcessSampler } from './proc.js'
 
@@ -35,6 +36,9 @@ export function stackSampler(config: ForgeConfig): ProcessSampler {
 /** Runs `input` with `forge run`'s use case on the (running) local stack and measures it. */
 export async function measureForgeRun(config: ForgeConfig, input: RunConfigInput): Promise<ForgeRunMeasurement> {
   const sampler = stackSampler(config)
+  // a warm worker was there before the run (its loading, or the runs it served, are not this run's):
+  // watched from the mark; a worker forked for the run counts from its start
+  for (const warm of warmWorkers(config.home)) sampler.watch(`worker ${warm.slot}`, warm.pid)
   sampler.markCpu()
   sampler.start(100)
   const started = performance.now()

@@ -36,6 +36,8 @@ export class ProcessSampler {
 
   watch(name: string, pid: number | undefined): void {
     if (pid === undefined || pid <= 0) return
+    // another process under this name: the mark was the other's
+    if (this.pids.get(name) !== pid) this.cpuMark.delete(name)
     this.pids.set(name, pid)
     if (!this.rss.has(name)) this.rss.set(name, [])
   }
