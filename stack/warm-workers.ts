@@ -36,6 +36,15 @@ export const warmSocketPath = (home: string, slot: number): string => join(warmD
 /** the pid of the warm worker started for a slot, until a run claims it */
 export const warmPidPath = (socketPath: string): string => socketPath.replace(/\.sock$/, '.pid')
 
+/**
+ * The built files whose change means another build: a warm worker waiting for a run exits when one
+ * changes, since its workflow worker may poll between runs and must not serve a newer build's workflows
+ * with older code (workers/worker-process.ts).
+ */
+export function buildFiles(): string[] {
+  return [distEntry('workers/worker-process.js'), distEntry('workflow-bundle.js')]
+}
+
 /** What a warm worker runs: a claimer running other code (or another Node, other flags) does not take it. */
 export function workerBuildStamp(): string {
   let built = 0
@@ -185,8 +194,9 @@ function claimAt(path: string, slot: number, timeoutMs: number): Promise<WarmWor
       first = false
       const hello = message['warmWorker'] as { pid?: unknown; build?: unknown } | undefined
       if (typeof hello?.pid !== 'number' || hello.build !== workerBuildStamp()) {
+        // told to stop; its socket closes as it exits (a workflow worker of another build it may keep
+        // polling stops first): the run goes on once it is gone, or at the claim's timeout
         socket.end(jsonLine({ forgeWorkerStop: true }))
-        settle(undefined)
         return
       }
       // the worker is the handle's from here on

@@ -75,6 +75,11 @@ export interface WorkerOptions {
    * connection, when it was made for this worker's Temporal server, namespace and task queue.
    */
   preparedWorkflows?: Promise<PreparedWorkflows | undefined>
+  /**
+   * Asked as the worker stops: true keeps the prepared workflow worker it used polling, its connection
+   * open, for the process's next run (a warm worker that waits again), and `runWorker` resolves with it.
+   */
+  keepWorkflows?: () => boolean
 }
 
 type TemporalConnectionOptions = { tls?: boolean | { serverNameOverride?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } }; apiKey?: string }
@@ -92,6 +97,8 @@ export interface PreparedWorkflows {
   target: string
   connection: NativeConnection
   worker: Worker
+  /** its `run()`, once it polls: kept from the run before, it serves the next one already compiled hot */
+  running?: Promise<void>
 }
 
 const targetKey = (t: WorkflowTarget): string => JSON.stringify([t.temporalAddress, t.namespace, t.taskQueue, t.temporalConnection ?? {}])
@@ -114,8 +121,14 @@ function createWorkflowWorker(connection: NativeConnection, target: WorkflowTarg
   })
 }
 
-async function retire(prepared: PreparedWorkflows): Promise<void> {
-  await prepared.worker.runUntil(Promise.resolve()).catch(() => undefined)
+/** Stops a prepared workflow worker (polling or not) and closes its connection. */
+export async function retireWorkflows(prepared: PreparedWorkflows): Promise<void> {
+  if (prepared.running === undefined) {
+    await prepared.worker.runUntil(Promise.resolve()).catch(() => undefined)
+  } else {
+    if (prepared.worker.getState() === 'RUNNING') prepared.worker.shutdown()
+    await prepared.running.catch(() => undefined)
+  }
   await prepared.connection.close().catch(() => undefined)
 }
 
@@ -152,16 +165,21 @@ function activitySlotOptions(concurrency: number, lanes: number): Pick<TemporalW
   }
 }
 
-export async function runWorker(opts: WorkerOptions): Promise<void> {
+/**
+ * Serves the attempt (and judge) queues and the workflows until the worker stops; resolves once it
+ * has, everything it opened closed — but the prepared workflow worker, when `keepWorkflows` kept it:
+ * then with it, still polling.
+ */
+export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows | undefined> {
   const workerId = opts.workerId ?? `${hostname()}-${process.pid}`
   const logger = createLogger('worker', opts.logLevel).child({ worker_id: workerId })
   // Temporal's connection is made while NATS answers; when both fail, NATS's failure is the one reported
   // a warm worker's workflow worker, made while it waited, when it polls where this run's must
   const prepared = await opts.preparedWorkflows?.catch(() => undefined)
-  const usable = prepared !== undefined && opts.attempts !== false && prepared.target === targetKey(opts) ? prepared : undefined
+  const usable = prepared !== undefined && opts.attempts !== false && prepared.target === targetKey(opts) && serviceable(prepared.worker) ? prepared : undefined
   // one made for elsewhere would keep the process alive unused: it starts and stops at once (a workflow
   // task it might take meanwhile is one any worker of this build may run)
-  if (prepared !== undefined && usable === undefined) void retire(prepared)
+  if (prepared !== undefined && usable === undefined) void retireWorkflows(prepared)
   const connecting = usable !== undefined ? Promise.resolve(usable.connection) : NativeConnection.connect({ ...opts.temporalConnection, address: opts.temporalAddress })
   connecting.catch(() => undefined)
   let nc: NatsConnection
@@ -220,12 +238,18 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   // once this resolves the process may serve another run (a warm worker): nothing of this one may act then
   let finished = false
   let fuse: NodeJS.Timeout | undefined
+  // the prepared workflow worker, still polling, for the process's next run (decided as it stops)
+  let keeping = false
+  let kept = (): void => undefined
+  const workflowsKept = new Promise<void>((resolve) => (kept = resolve))
   const stop = () => {
     if (telemetry.draining) return
     telemetry.draining = true
+    keeping = usable !== undefined && serviceable(usable.worker) && opts.keepWorkflows?.() === true
     // a shutdown waits on its server: with Temporal gone for good it would wait forever
     if (opts.exitWithParent) fuse = setTimeout(() => process.exit(1), 20_000).unref()
-    for (const w of workers) w.shutdown()
+    for (const w of workers) if (!(keeping && w === usable?.worker)) w.shutdown()
+    if (keeping) kept()
   }
   const onSignal = () => {
     logger.info('shutting down')
@@ -276,6 +300,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   logger.info({ task_queue: opts.taskQueue, temporal: opts.temporalAddress, nats: opts.natsUrl, health_port: health?.port }, 'worker ready')
   const report = opts.report ?? (process.send ? (message: object) => process.send?.(message) : undefined)
   report?.({ ready: true, workerId })
+  let workflowsRun: Promise<void> | undefined
   try {
     const running = workers.map((w) => w.run())
     // a worker that fails while the workflow worker is created is awaited below, not unhandled
@@ -290,9 +315,12 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
         throw error
       }
       workers.push(workflowWorker)
-      running.push(workflowWorker.run())
+      // a kept one polls already (workflow worker runs once)
+      workflowsRun = usable?.running ?? workflowWorker.run()
+      workflowsRun.catch(() => undefined)
+      running.push(Promise.race([workflowsRun, workflowsKept]))
       // a stop that came while it was created
-      if (telemetry.draining) workflowWorker.shutdown()
+      if (telemetry.draining && !keeping) workflowWorker.shutdown()
     }
     await Promise.all(running)
   } finally {
@@ -305,10 +333,15 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     process.off('SIGINT', onSignal)
     await reader.close().catch(() => undefined)
     await nc.drain().catch(() => undefined)
-    await connection.close()
+    if (!keeping) await connection.close()
     clearTimeout(fuse)
   }
+  // (a stop before it polled keeps it prepared, not polling)
+  return keeping && usable !== undefined ? { ...usable, ...(workflowsRun !== undefined ? { running: workflowsRun } : {}) } : undefined
 }
+
+/** A workflow worker that polls or can: not one that failed or stops. */
+const serviceable = (worker: Worker): boolean => ['INITIALIZED', 'RUNNING'].includes(worker.getState())
 
 /** Resolves once the run's workflow is no longer running (polls Temporal; waits through an outage of up to 2 minutes). */
 async function untilRunEnded(address: string, namespace: string, runId: string): Promise<void> {

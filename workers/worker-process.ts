@@ -2,7 +2,7 @@
  * Entry point of a worker child process; configured through FORGE_* variables (config/). The
  * composition root of the process: the only file of workers/ that reaches into app/ and stack/.
  */
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, rmSync, unwatchFile, watchFile, writeFileSync, type Stats } from 'node:fs'
 import { createServer, type Socket } from 'node:net'
 import { dirname } from 'node:path'
 import { lazySweepActivities } from '../app/sweep-activities-lazy.js'
@@ -10,10 +10,10 @@ import { liveOtlpOf } from '../app/otlp.js'
 import { readSetting, resolveConfig } from '../config/index.js'
 import { ConfigError } from '../core/errors.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
-import { jsonLine, onJsonLines, WARM_SOCKET_ARG, warmPidPath, workerBuildStamp } from '../stack/warm-workers.js'
-import { prepareWorkflowWorker, runWorker, type PreparedWorkflows, type WorkerOptions } from './worker-main.js'
+import { buildFiles, jsonLine, onJsonLines, WARM_SOCKET_ARG, warmPidPath, workerBuildStamp } from '../stack/warm-workers.js'
+import { prepareWorkflowWorker, retireWorkflows, runWorker, type PreparedWorkflows, type WorkerOptions } from './worker-main.js'
 
-type Channel = Pick<WorkerOptions, 'report' | 'parentGone' | 'preparedWorkflows' | 'shutdown'>
+type Channel = Pick<WorkerOptions, 'report' | 'parentGone' | 'preparedWorkflows' | 'shutdown' | 'keepWorkflows'>
 
 /** a warm worker bigger than this once its run is over exits instead of waiting for the next run */
 export const WARM_WORKER_MAX_RSS = 1024 * 1024 * 1024
@@ -65,14 +65,19 @@ function forgetPidFile(file: string): void {
  * closes its claimer's connection once it listens again (or exits), so the claimer leaves no other
  * warm worker for the slot. `served` counts the runs it served before.
  */
-function awaitRunOnSocket(path: string, served = 0, listening: () => void = () => undefined): void {
+function awaitRunOnSocket(path: string, served = 0, listening: () => void = () => undefined, kept?: PreparedWorkflows): void {
   const idleMs = readSetting('warmWorkerIdle') * 1000
   const server = createServer()
+  let quitting = false
   const quit = (code = 0): void => {
+    if (quitting) return
+    quitting = true
     // closing the server removes its socket file: the slot is free for another warm worker
     server.close()
     forgetPidFile(warmPidPath(path))
-    process.exit(code)
+    // a workflow worker still polling from the run before stops first (at most a few seconds: it may wait on its server)
+    const stopping = kept?.running !== undefined ? retireWorkflows(kept) : Promise.resolve()
+    void Promise.race([stopping, new Promise((resolve) => setTimeout(resolve, 3_000))]).finally(() => process.exit(code))
   }
   const waitIdle = (): NodeJS.Timeout =>
     setTimeout(() => {
@@ -80,6 +85,15 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
       quit()
     }, idleMs)
   let idle: NodeJS.Timeout | undefined = waitIdle()
+  // a new build (npm run build, an upgrade): its runs are not this worker's, and its workflow worker,
+  // polling between runs, must not take their workflow tasks with this build's code
+  const built = buildFiles()
+  const onBuild = (now: Stats, before: Stats): void => {
+    if (now.mtimeMs === before.mtimeMs) return
+    console.error(`warm worker ${process.pid}: a new build is there (${built.join(', ')}); exiting`)
+    quit()
+  }
+  for (const file of built) watchFile(file, { persistent: false, interval: 250 }, onBuild)
   const onSignal = (): void => quit()
   process.once('SIGTERM', onSignal)
   process.once('SIGINT', onSignal)
@@ -105,6 +119,7 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
       const settings = message['forgeWorkerSettings']
       if (typeof settings !== 'object' || settings === null) return void socket.destroy()
       claimed = true
+      for (const file of built) unwatchFile(file, onBuild)
       // this worker is the run's now: the others in line go, and the slot is free for the next warm worker
       server.close()
       for (const other of line.splice(0)) if (other !== socket) other.destroy()
@@ -118,18 +133,26 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
       const parentGone = new Promise<void>((resolve) => socket.once('close', () => resolve()))
       let done = false
       const shutdown = new Promise<void>((resolve) => (runDone = () => ((done = true), resolve())))
-      void main({ report: (reply) => void socket.write(jsonLine(reply)), parentGone, shutdown, ...(preparing !== undefined ? { preparedWorkflows: preparing } : {}) }).then(() => {
-        const runs = served + 1
-        const rss = process.memoryUsage().rss
-        // a claimer that died, a signal, or a worker that has served enough: it goes as a forked one does
-        if (!done || socket.destroyed) return
-        if (runs >= readSetting('warmWorkerRuns') || rss > WARM_WORKER_MAX_RSS) {
-          console.error(`warm worker ${process.pid}: served ${runs} run(s), RSS ${Math.round(rss / 2 ** 20)} MiB; exiting for a fresh one`)
-          socket.destroy()
-          return
+      const runs = served + 1
+      const rss = (): number => process.memoryUsage().rss
+      // told its run is done by a claimer still there, and not served enough: it waits for the next run
+      const waitsAgain = (): boolean => done && !socket.destroyed && runs < readSetting('warmWorkerRuns') && rss() <= WARM_WORKER_MAX_RSS
+      void main({
+        report: (reply) => void socket.write(jsonLine(reply)),
+        parentGone,
+        shutdown,
+        // its workflow worker polls on, compiled hot, for the next run
+        keepWorkflows: waitsAgain,
+        ...(preparing !== undefined ? { preparedWorkflows: preparing } : {}),
+      }).then(async (keptWorkflows) => {
+        if (waitsAgain()) {
+          console.error(`warm worker ${process.pid}: served ${runs} run(s); waiting again${keptWorkflows?.running !== undefined ? ', its workflow worker polling on' : ''}`)
+          return awaitRunOnSocket(path, runs, () => socket.destroy(), keptWorkflows)
         }
-        console.error(`warm worker ${process.pid}: served ${runs} run(s); waiting again`)
-        awaitRunOnSocket(path, runs, () => socket.destroy())
+        if (keptWorkflows !== undefined) await retireWorkflows(keptWorkflows)
+        // a claimer that died, a signal: it goes as a forked one does; one that served enough says so
+        if (done && !socket.destroyed) console.error(`warm worker ${process.pid}: served ${runs} run(s), RSS ${Math.round(rss() / 2 ** 20)} MiB; exiting for a fresh one`)
+        socket.destroy()
       })
     })
   }
@@ -161,7 +184,7 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
     if (served > 0) writeFileSync(warmPidPath(path), `${process.pid}\n`, { mode: 0o600 })
     console.error(served > 0 ? `warm worker ${process.pid} waiting on ${path} for the next run` : `warm worker ${process.pid} loaded: waiting on ${path} for the next run`)
     listening()
-    preparing = prepareWarmWorkflows()
+    preparing = kept !== undefined ? Promise.resolve(kept) : prepareWarmWorkflows()
   })
 }
 
@@ -187,7 +210,7 @@ function prepareWarmWorkflows(): Promise<PreparedWorkflows | undefined> {
 }
 
 /** Serves a run (or, on a fleet, every run) until the worker stops; resolves once it has, everything it opened closed. */
-function main(channel: Channel = {}): Promise<void> {
+function main(channel: Channel = {}): Promise<PreparedWorkflows | undefined> {
   try {
     const config = resolveConfig()
     const { address } = config.temporal

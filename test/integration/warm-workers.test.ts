@@ -1,10 +1,11 @@
 /**
  * Warm workers (stack/warm-workers.ts) on a real stack: a run leaves one, the next run's worker is
- * that process, a refused run leaves it waiting, an impostor, a silent socket or a stale socket file
- * is not used, the claimer's death, the idle timeout and `stack down` end it, and `forge run`'s init
- * hook claims it as the use case does.
+ * that process, and it serves run after run (its workflow worker polling between them) up to
+ * FORGE_WARM_WORKER_RUNS, loading an edited suite again; a new build ends it; a refused run leaves it
+ * waiting, an impostor, a silent socket or a stale socket file is not used, the claimer's death, the
+ * idle timeout and `stack down` end it, and `forge run`'s init hook claims it as the use case does.
  */
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { createServer, type Server, type Socket } from 'node:net'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -17,6 +18,7 @@ import { busAccessEnv } from '../../store/bus-auth.js'
 import { claimWarmWorker, claimWarmWorkers, jsonLine, leaveWarmWorkers, onJsonLines, stopWarmWorkers, warmDir, warmPidPath, warmSocketPath, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
 import { stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
 import { packageRoot } from '../../engine/suite-loader.js'
+import { distEntry } from '../../stack/paths.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { alive, until } from '../helpers/processes.js'
 
@@ -123,8 +125,9 @@ describe('warm workers', () => {
     expect(existsSync(warmSocketPath(stack.home, 0))).toBe(true)
     expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([pid])
     expect(readFileSync(warmPidPath(warmSocketPath(stack.home, 0)), 'utf8')).toBe(`${pid}\n`)
-    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid}: served 1 run(s); waiting again`)
-    // and serves the next one too, from a workflow worker it made again while it waited
+    // with the workflow worker that served the run's workflows still polling, compiled hot
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid}: served 1 run(s); waiting again, its workflow worker polling on`)
+    // and serves the next one too, from that workflow worker
     const third = await runOn('warm-3')
     expect(third.pids).toEqual([pid])
     expect(third).toMatchObject({ attempts: 10, status: 'completed' })
@@ -186,6 +189,28 @@ describe('warm workers', () => {
     expect(after.pids).toEqual([pid])
     expect(await instructionOf(after.runId)).toEqual(['Greet the user back, edited between two runs.'])
     expect(await instructionOf(before.runId)).not.toEqual(['Greet the user back, edited between two runs.'])
+  })
+
+  it('exits when a new build is there, its workflow worker (polling between runs) stopped first', async () => {
+    const pid = await warmWorker()
+    // after a run it waits with that run's workflow worker still polling the queue
+    expect((await runOn('build-1')).pids).toEqual([pid])
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toMatch(new RegExp(`warm worker ${pid}: served \\d+ run\\(s\\); waiting again, its workflow worker polling on`))
+    // npm run build rewrites the workflow bundle: that code must not serve the next run's workflows
+    const bundle = distEntry('workflow-bundle.js')
+    const { atime, mtime } = statSync(bundle)
+    utimesSync(bundle, atime, new Date(mtime.getTime() + 1_000))
+    try {
+      expect(await until(() => !alive(pid))).toBe(true)
+    } finally {
+      utimesSync(bundle, atime, mtime)
+    }
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid}: a new build is there`)
+    expect(existsSync(warmSocketPath(stack.home, 0))).toBe(false)
+    // the next run forks its own and leaves a new one
+    const next = await runOn('build-2')
+    expect(next.status).toBe('completed')
+    expect(next.pids).not.toContain(pid)
   })
 
   it('stays waiting through a refused run and a connection that sends garbage', async () => {
