@@ -173,7 +173,7 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
   server.on('error', (error: NodeJS.ErrnoException) => {
     // the slot has its warm worker already (its socket file is the lock)
     console.error(error.code === 'EADDRINUSE' ? `warm worker ${process.pid}: ${path} is taken; exiting` : `warm worker ${process.pid}: ${error.message}`)
-    process.exit(0)
+    quit()
   })
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
   // its workflow worker, made while it waits (after it listens: a claim need not wait for it)
