@@ -11,7 +11,7 @@ import { availableParallelism } from 'node:os'
 import { readSetting, settingsEnv } from '../config/index.js'
 import { ForgeError } from '../core/errors.js'
 import { busAccessEnv } from '../store/bus-auth.js'
-import { WarmWorker } from '../stack/warm-workers.js'
+import { WARM_SLOT_ARG, WarmWorker } from '../stack/warm-workers.js'
 import { discardWorker, forkWorkerProcess, sendWorkerSettings, takePreforked, type WorkerProcess } from './worker-prefork.js'
 
 export interface WorkerPool {
@@ -199,15 +199,29 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       stopping = true
       await Promise.all(
         workers.map(
-          (child) =>
+          (child, slot) =>
             new Promise<void>((resolve) => {
               if (child.exitCode !== null || child.signalCode !== null) return resolve()
               const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
-              child.once('exit', () => {
+              const gone = (): void => {
                 clearTimeout(timer)
                 resolve()
-              })
-              if (!(child instanceof WarmWorker && child.slot < keepWarm && child.finishRun())) child.kill('SIGTERM')
+              }
+              child.once('exit', gone)
+              if (child instanceof WarmWorker) {
+                if (!(child.slot < keepWarm && child.finishRun())) child.kill('SIGTERM')
+                return
+              }
+              // a worker forked for the run stays as its slot's warm worker: it hangs up once it listens there
+              if (slot < keepWarm && child.spawnargs.includes(WARM_SLOT_ARG) && child.connected) {
+                child.once('disconnect', () => {
+                  child.unref()
+                  gone()
+                })
+                child.send({ forgeWorkerRunDone: true })
+                return
+              }
+              child.kill('SIGTERM')
             }),
         ),
       )

@@ -11,7 +11,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { distEntry } from '../stack/paths.js'
-import { claimWarmWorker, claimWarmWorkers, WARM_LOADING_WAIT_MS, WarmWorker, warmWorkerLoading } from '../stack/warm-workers.js'
+import { claimWarmWorker, claimWarmWorkers, WARM_LOADING_WAIT_MS, WARM_SLOT_ARG, WarmWorker, warmSocketOfLog, warmWorkerLoading } from '../stack/warm-workers.js'
 
 /** A worker process of a local run: forked by this process, or a warm worker it claimed (stack/warm-workers.ts). */
 export type WorkerProcess = ChildProcess | WarmWorker
@@ -34,12 +34,16 @@ const listening = new WeakMap<ChildProcess, Promise<void>>()
 /**
  * Forks one worker process, its output appended to `logFile`, in its own process group (a terminal's
  * Ctrl-C is for forge run, which cancels the run first); waiting for its settings when `awaitSettings`.
+ * It is told its slot's warm socket (WARM_SLOT_ARG): at the end of its run it may wait there as the
+ * slot's warm worker (`WorkerPool.stop({ keepWarm })`).
  */
 export function forkWorkerProcess(logFile: string, env: NodeJS.ProcessEnv, awaitSettings: boolean): ChildProcess {
   mkdirSync(dirname(logFile), { recursive: true })
   const fd = openSync(logFile, 'a')
+  const warmSocket = warmSocketOfLog(logFile)
+  const args = [...(awaitSettings ? [AWAIT_SETTINGS_ARG] : []), ...(warmSocket !== undefined ? [WARM_SLOT_ARG, warmSocket] : [])]
   try {
-    return fork(distEntry('workers/worker-process.js'), awaitSettings ? [AWAIT_SETTINGS_ARG] : [], { stdio: ['ignore', fd, fd, 'ipc'], detached: true, env })
+    return fork(distEntry('workers/worker-process.js'), args, { stdio: ['ignore', fd, fd, 'ipc'], detached: true, env })
   } finally {
     closeSync(fd)
   }

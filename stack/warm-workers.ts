@@ -22,11 +22,16 @@ import { spawn } from 'node:child_process'
 import { EventEmitter } from 'node:events'
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
-import { join, resolve } from 'node:path'
+import { basename, dirname, join, resolve } from 'node:path'
 import { distEntry } from './paths.js'
 
 /** the argument that makes a worker process wait for a run on a socket (workers/worker-process.ts) */
 export const WARM_SOCKET_ARG = '--await-settings-socket'
+/**
+ * the argument that names a forked worker's slot socket: told at the end of its run that the run is
+ * done, it waits there as the slot's warm worker instead of exiting (workers/worker-process.ts)
+ */
+export const WARM_SLOT_ARG = '--warm-socket'
 
 /** a unix socket path longer than this is refused by some kernels (108 bytes on Linux, 104 on macOS) */
 const SOCKET_PATH_MAX = 100
@@ -35,6 +40,17 @@ export const warmDir = (home: string): string => join(resolve(home), 'warm')
 export const warmSocketPath = (home: string, slot: number): string => join(warmDir(home), `worker-${slot}.sock`)
 /** the pid of the warm worker started for a slot, until a run claims it */
 export const warmPidPath = (socketPath: string): string => socketPath.replace(/\.sock$/, '.pid')
+
+/**
+ * The warm socket of the slot whose log is `logFile` (`<home>/logs/worker-<slot>.log`, where a warm
+ * worker of that slot logs too); undefined for another name or a path too long for a socket.
+ */
+export function warmSocketOfLog(logFile: string): string | undefined {
+  const slot = /^worker-(\d+)\.log$/.exec(basename(logFile))?.[1]
+  if (slot === undefined || basename(dirname(resolve(logFile))) !== 'logs') return undefined
+  const path = warmSocketPath(dirname(dirname(resolve(logFile))), Number(slot))
+  return path.length > SOCKET_PATH_MAX ? undefined : path
+}
 
 /**
  * The built files whose change means another build: a warm worker waiting for a run exits when one
@@ -357,7 +373,8 @@ function isWarmWorker(pid: number, socket: string): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false
   try {
     const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-    return args[args.indexOf(WARM_SOCKET_ARG) + 1] === socket && args.includes(WARM_SOCKET_ARG)
+    // started as one, or forked for a run with this slot's socket to wait on after it
+    return [WARM_SOCKET_ARG, WARM_SLOT_ARG].some((arg) => args.includes(arg) && args[args.indexOf(arg) + 1] === socket)
   } catch {
     return false
   }

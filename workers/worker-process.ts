@@ -10,7 +10,7 @@ import { liveOtlpOf } from '../app/otlp.js'
 import { readSetting, resolveConfig } from '../config/index.js'
 import { ConfigError } from '../core/errors.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
-import { buildFiles, jsonLine, onJsonLines, WARM_SOCKET_ARG, warmPidPath, workerBuildStamp } from '../stack/warm-workers.js'
+import { buildFiles, jsonLine, onJsonLines, WARM_SLOT_ARG, WARM_SOCKET_ARG, warmPidPath, workerBuildStamp } from '../stack/warm-workers.js'
 import { prepareWorkflowWorker, retireWorkflows, runWorker, type PreparedWorkflows, type WorkerOptions } from './worker-main.js'
 
 type Channel = Pick<WorkerOptions, 'report' | 'parentGone' | 'preparedWorkflows' | 'shutdown' | 'keepWorkflows'>
@@ -29,7 +29,7 @@ function applySettings(settings: Record<string, string>, cwd: unknown): void {
 function start(): void {
   const socketAt = process.argv.indexOf(WARM_SOCKET_ARG)
   if (socketAt >= 0) return awaitRunOnSocket(process.argv[socketAt + 1] ?? '')
-  if (!process.argv.includes('--await-settings')) return void main()
+  if (!process.argv.includes('--await-settings')) return serveForked()
   // its forge run went away before it needed this worker
   const orphaned = (): never => process.exit(0)
   process.once('disconnect', orphaned)
@@ -38,13 +38,41 @@ function start(): void {
     if (settings === undefined) process.exit(2)
     process.off('disconnect', orphaned)
     applySettings(settings, message?.cwd)
-    void main()
+    serveForked()
   })
   // forge run may have gone while this process loaded its code (the event came before the listener)
   if (!process.connected) orphaned()
   // forge run sends the settings only once this is heard: a message sent before the listener would be lost
   process.send?.({ awaitingSettings: true })
   console.error(`worker ${process.pid} forked early: loaded, waiting for its run's settings`)
+}
+
+/**
+ * A worker forked for a run serves it; when its forge run then says over IPC that the run is done
+ * (`forgeWorkerRunDone`, `WorkerPool.stop({ keepWarm })`), it stays as its slot's warm worker on the
+ * socket it was forked with (WARM_SLOT_ARG), compiled hot by that run, and hangs up the IPC channel
+ * once it listens there; on a signal, or when its forge run went away, it exits as before.
+ */
+function serveForked(): void {
+  const at = process.argv.indexOf(WARM_SLOT_ARG)
+  const warmSocket = at >= 0 ? process.argv[at + 1] : undefined
+  if (warmSocket === undefined || !process.connected) return void main()
+  let done = false
+  let runDone = (): void => undefined
+  const shutdown = new Promise<void>((resolve) => (runDone = () => ((done = true), resolve())))
+  const onMessage = (message: unknown): void => {
+    if ((message as { forgeWorkerRunDone?: boolean } | null)?.forgeWorkerRunDone === true) runDone()
+  }
+  process.on('message', onMessage)
+  // listening for it must not keep the worker alive once its run is over, as the channel did not before
+  process.channel?.unref()
+  const waitsAgain = (): boolean => done && process.connected && readSetting('warmWorkerRuns') > 1 && process.memoryUsage().rss <= WARM_WORKER_MAX_RSS
+  void main({ shutdown }).then(() => {
+    process.off('message', onMessage)
+    if (!waitsAgain()) return
+    console.error(`worker ${process.pid}: served its run; now the warm worker of ${warmSocket}`)
+    awaitRunOnSocket(warmSocket, 1, () => process.disconnect())
+  })
 }
 
 /** Removes a warm worker's pid file once it is a run's (`stack down` stops only waiting ones), unless it names another. */

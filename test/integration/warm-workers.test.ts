@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
 import { settingsEnv } from '../../config/index.js'
 import { busAccessEnv } from '../../store/bus-auth.js'
-import { claimWarmWorker, claimWarmWorkers, jsonLine, leaveWarmWorkers, onJsonLines, stopWarmWorkers, warmDir, warmPidPath, warmSocketPath, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
+import { claimWarmWorker, claimWarmWorkers, jsonLine, leaveWarmWorkers, onJsonLines, stopWarmWorkers, warmDir, warmPidPath, warmSocketPath, WARM_SLOT_ARG, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
 import { stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
 import { packageRoot } from '../../engine/suite-loader.js'
 import { distEntry } from '../../stack/paths.js'
@@ -44,8 +44,9 @@ function warmWorkersAt(path: string): number[] {
     if (!/^\d+$/.test(entry)) continue
     try {
       const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0')
-      const at = args.indexOf(WARM_SOCKET_ARG)
-      if (at >= 0 && args[at + 1] === path && alive(Number(entry))) pids.push(Number(entry))
+      // started as one, or forked for a run that it stayed after
+      const named = [WARM_SOCKET_ARG, WARM_SLOT_ARG].some((arg) => args.includes(arg) && args[args.indexOf(arg) + 1] === path)
+      if (named && alive(Number(entry))) pids.push(Number(entry))
     } catch {
       // gone meanwhile
     }
@@ -103,11 +104,15 @@ async function impostor(greet: ((socket: Socket) => void) | undefined): Promise<
 }
 
 describe('warm workers', () => {
-  it("a run leaves one, only this user can reach it, and the next run's worker is that process", async () => {
+  it("a run leaves one — the worker it forked, compiled hot by it —, only this user can reach it, and the next run's worker is that process", async () => {
+    await stopWarmWorkers(stack.home)
+    expect(await until(() => warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0)).toBe(true)
     const first = await runOn('warm-1')
     expect(first.status).toBe('completed')
     const pid = await warmWorker()
-    expect(first.pids).not.toContain(pid)
+    expect(first.pids).toEqual([pid])
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`worker ${pid}: served its run; now the warm worker of ${warmSocketPath(stack.home, 0)}`)
+    expect(readFileSync(warmPidPath(warmSocketPath(stack.home, 0)), 'utf8')).toBe(`${pid}\n`)
     expect(statSync(warmDir(stack.home)).mode & 0o777).toBe(0o700)
     expect(statSync(warmSocketPath(stack.home, 0)).mode & 0o777).toBe(0o600)
     expect(stackStatus(stack.config)).toContainEqual({ name: 'warm-worker-0', state: 'running', detail: expect.stringMatching(new RegExp(`^pid ${pid} waiting for the next run, RSS \\d+ MiB`)) as unknown })
@@ -126,7 +131,7 @@ describe('warm workers', () => {
     expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([pid])
     expect(readFileSync(warmPidPath(warmSocketPath(stack.home, 0)), 'utf8')).toBe(`${pid}\n`)
     // with the workflow worker that served the run's workflows still polling, compiled hot
-    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid}: served 1 run(s); waiting again, its workflow worker polling on`)
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid}: served 2 run(s); waiting again, its workflow worker polling on`)
     // and serves the next one too, from that workflow worker
     const third = await runOn('warm-3')
     expect(third.pids).toEqual([pid])
@@ -138,18 +143,30 @@ describe('warm workers', () => {
   it('serves run after run up to FORGE_WARM_WORKER_RUNS, then exits and the run leaves a fresh one', async () => {
     await stopWarmWorkers(stack.home)
     expect(await until(() => warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0)).toBe(true)
-    process.env['FORGE_WARM_WORKER_RUNS'] = '2'
+    process.env['FORGE_WARM_WORKER_RUNS'] = '3'
     try {
+      // the run forks it (its first run) and it stays
       const pid = await warmWorker()
-      expect((await runOn('runs-1')).pids).toEqual([pid])
-      expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([pid])
       expect((await runOn('runs-2')).pids).toEqual([pid])
-      // its second run was its last: it went, and that run left another for the slot
+      expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([pid])
+      expect((await runOn('runs-3')).pids).toEqual([pid])
+      // its third run was its last: it went, and that run left another for the slot
       expect(await until(() => !alive(pid))).toBe(true)
-      expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toMatch(new RegExp(`warm worker ${pid}: served 2 run\\(s\\), RSS \\d+ MiB; exiting for a fresh one`))
+      expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toMatch(new RegExp(`warm worker ${pid}: served 3 run\\(s\\), RSS \\d+ MiB; exiting for a fresh one`))
       const fresh = await warmWorker()
       expect(fresh).not.toBe(pid)
-      expect((await runOn('runs-3')).pids).toEqual([fresh])
+      expect((await runOn('runs-4')).pids).toEqual([fresh])
+    } finally {
+      delete process.env['FORGE_WARM_WORKER_RUNS']
+    }
+    // with FORGE_WARM_WORKER_RUNS=1 a run's forked worker does not stay: the run starts a fresh one
+    await stopWarmWorkers(stack.home)
+    expect(await until(() => warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0)).toBe(true)
+    process.env['FORGE_WARM_WORKER_RUNS'] = '1'
+    try {
+      const once = await runOn('runs-once')
+      expect(await until(() => !alive(once.pids[0]!))).toBe(true)
+      expect(await warmWorker()).not.toBe(once.pids[0])
     } finally {
       delete process.env['FORGE_WARM_WORKER_RUNS']
     }
