@@ -167,7 +167,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     child.once('exit', (code, signal) => {
       child.off('message', onMessage)
       if (stopping) return
-      const exit = signal ?? `code ${String(code)}`
+      // a warm worker is not this process's child: its socket closing tells it is gone, not how
+      const exit = signal ?? (code === null ? 'exit status unknown' : `code ${code}`)
       if (!isReady && ++startFailures[slot]! >= MAX_START_TRIES) {
         givenUp.add(slot)
         const live = workers.length - givenUp.size
