@@ -197,7 +197,8 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     observer?.stop()
     await host?.stop()
     // the next run of this home starts on workers that have loaded their code (stack/warm-workers.ts):
-    // the warm workers this run claimed wait for it, compiled hot by this run; slots without one get a new one
+    // the workers of the first warm slots (claimed warm ones, or forked for this run) wait for it,
+    // compiled hot by this run; a slot left without one gets a new one
     const warmSlots = pool === undefined ? 0 : Math.min(readSetting('warmWorkers'), pool.layout.processes)
     await pool?.stop({ keepWarm: warmSlots })
     // (best effort: a home it cannot write to costs the next run its start-up, never this run its report)

@@ -35,8 +35,9 @@ export interface WorkerPool {
   lost: Promise<never>
   /**
    * Stops every worker (SIGTERM, SIGKILL after 10 s) and resolves once each has exited — but for the
-   * warm workers of slots below `keepWarm`: their run is over and they wait for the next one
-   * (`WarmWorker.finishRun`); resolves once they listen again.
+   * workers of slots below `keepWarm`: told that their run is over (a claimed warm worker over its
+   * socket, `WarmWorker.finishRun`; a forked one over IPC), they wait for the next run on their slot's
+   * warm socket; resolved for once they listen there (or exited).
    */
   stop(opts?: { keepWarm?: number }): Promise<void>
 }
