@@ -1,13 +1,16 @@
 /**
  * Warm workers (issue 15): a worker process that has loaded its code (~0.5–1.5 s of CPU) and waits,
  * between runs, for the next local `forge run` of its FORGE_HOME. When a run that started local
- * workers ends, it leaves FORGE_WARM_WORKERS of them behind (`leaveWarmWorkers`); each listens on
+ * workers ends, the workers of its first FORGE_WARM_WORKERS slots stay (a claimed warm worker, or one
+ * forked for the run with its slot's socket, WARM_SLOT_ARG), and it starts one for a slot left without
+ * (`leaveWarmWorkers`); each listens on
  * `FORGE_HOME/warm/worker-<slot>.sock` (directory 0700, socket 0600: only this user) and logs to its
  * slot's `logs/worker-<slot>.log`. The next run's init hook claims them (`claimWarmWorkers`, through
  * app/worker-prefork.ts) and hands them their settings, working directory included, as it hands
  * them to workers it forked early. A warm worker exits after FORGE_WARM_WORKER_IDLE seconds
- * unclaimed, on `forge stack down` (`stopWarmWorkers`), and when it runs other code than the run
- * that claims it (a rebuild or upgrade, another Node, other NODE_OPTIONS: `workerBuildStamp`).
+ * unclaimed, after FORGE_WARM_WORKER_RUNS runs, on `forge stack down` (`stopWarmWorkers`), on a new
+ * build (`buildFiles`), and when it runs other code than the run that claims it (another Node, other
+ * NODE_OPTIONS: `workerBuildStamp`).
  *
  * The protocol is one JSON object per line. The worker says `{ warmWorker: { pid, build } }` to
  * whoever connects; the claimer answers `{ forgeWorkerSettings, cwd }` (or `{ forgeWorkerStop }`);
