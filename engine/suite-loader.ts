@@ -211,8 +211,8 @@ export function loadedSuitePaths(): string[] {
 /** runs a process keeps its suites loaded for (a fleet worker serves several at once) */
 export const SUITE_CACHE_RUNS = 16
 
-/** loaded suites by run (and absolute path), oldest first; an entry's content is shared with another of the same path and hash */
-const cache = new Map<string, Promise<LoadedSuite>>()
+/** loaded suites by run, oldest run first, then by absolute path; an entry's content is shared with another of the same path and hash */
+const cache = new Map<string, Map<string, Promise<LoadedSuite>>>()
 
 /**
  * loadSuite, memoized per run and absolute suite path: a run's attempts on one process see the suite as
@@ -224,10 +224,15 @@ const cache = new Map<string, Promise<LoadedSuite>>()
  */
 export function loadSuiteCached(ref: string, runId = '', cwd: string = process.cwd()): Promise<LoadedSuite> {
   const suitePath = resolveSuitePath(ref, cwd)
-  const key = `${runId}\u0000${suitePath}`
-  const cached = cache.get(key)
+  let ofRun = cache.get(runId)
+  if (ofRun === undefined) {
+    cache.set(runId, (ofRun = new Map()))
+    // the oldest run's suites go
+    if (cache.size > SUITE_CACHE_RUNS) cache.delete(cache.keys().next().value!)
+  }
+  const cached = ofRun.get(suitePath)
   if (cached !== undefined) return cached
-  const others = [...cache.entries()].filter(([k]) => k.endsWith(`\u0000${suitePath}`)).map(([, loaded]) => loaded)
+  const others = [...cache.values()].flatMap((suites) => suites.get(suitePath) ?? [])
   const loading = loadSuite(suitePath, cwd).then(async (fresh) => {
     for (const other of others) {
       const known = await other.catch(() => undefined)
@@ -235,15 +240,9 @@ export function loadSuiteCached(ref: string, runId = '', cwd: string = process.c
     }
     return fresh
   })
-  cache.set(key, loading)
-  loading.catch(() => cache.delete(key))
-  const runs = new Set([...cache.keys()].map((k) => k.slice(0, k.indexOf('\u0000'))))
-  for (const oldest of cache.keys()) {
-    if (runs.size <= SUITE_CACHE_RUNS) break
-    const run = oldest.slice(0, oldest.indexOf('\u0000'))
-    for (const k of [...cache.keys()]) if (k.startsWith(`${run}\u0000`)) cache.delete(k)
-    runs.delete(run)
-  }
+  const suites = ofRun
+  suites.set(suitePath, loading)
+  loading.catch(() => suites.delete(suitePath))
   return loading
 }
 

@@ -18,6 +18,17 @@ type Channel = Pick<WorkerOptions, 'report' | 'parentGone' | 'preparedWorkflows'
 /** a warm worker bigger than this once its run is over exits instead of waiting for the next run */
 export const WARM_WORKER_MAX_RSS = 1024 * 1024 * 1024
 
+/** Whether a worker that has served `runs` runs may wait for another: FORGE_WARM_WORKER_RUNS, WARM_WORKER_MAX_RSS. */
+const mayServeAgain = (runs: number): boolean => runs < readSetting('warmWorkerRuns') && process.memoryUsage().rss <= WARM_WORKER_MAX_RSS
+
+/** The `shutdown` of a run its forge run ends by saying it is done (`forgeWorkerRunDone`), and whether it has. */
+function runDoneSignal(): { shutdown: Promise<void>; runDone: () => void; isDone: () => boolean } {
+  let done = false
+  let runDone = (): void => undefined
+  const shutdown = new Promise<void>((resolve) => (runDone = () => ((done = true), resolve())))
+  return { shutdown, runDone: () => runDone(), isDone: () => done }
+}
+
 /** Takes a run's settings: its whole environment and (from a warm worker's claimer) its working directory. */
 function applySettings(settings: Record<string, string>, cwd: unknown): void {
   for (const name of Object.keys(process.env)) if (!(name in settings)) delete process.env[name]
@@ -57,16 +68,14 @@ function serveForked(): void {
   const at = process.argv.indexOf(WARM_SLOT_ARG)
   const warmSocket = at >= 0 ? process.argv[at + 1] : undefined
   if (warmSocket === undefined || !process.connected) return void main()
-  let done = false
-  let runDone = (): void => undefined
-  const shutdown = new Promise<void>((resolve) => (runDone = () => ((done = true), resolve())))
+  const { shutdown, runDone, isDone } = runDoneSignal()
   const onMessage = (message: unknown): void => {
     if ((message as { forgeWorkerRunDone?: boolean } | null)?.forgeWorkerRunDone === true) runDone()
   }
   process.on('message', onMessage)
   // listening for it must not keep the worker alive once its run is over, as the channel did not before
   process.channel?.unref()
-  const waitsAgain = (): boolean => done && process.connected && readSetting('warmWorkerRuns') > 1 && process.memoryUsage().rss <= WARM_WORKER_MAX_RSS
+  const waitsAgain = (): boolean => isDone() && process.connected && mayServeAgain(1)
   void main({ shutdown }).then(() => {
     process.off('message', onMessage)
     if (!waitsAgain()) return
@@ -159,12 +168,12 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
       // the run's connection must not keep the worker alive once it is done, as an IPC channel would not
       socket.unref()
       const parentGone = new Promise<void>((resolve) => socket.once('close', () => resolve()))
-      let done = false
-      const shutdown = new Promise<void>((resolve) => (runDone = () => ((done = true), resolve())))
+      const signal = runDoneSignal()
+      runDone = signal.runDone
+      const { shutdown, isDone } = signal
       const runs = served + 1
-      const rss = (): number => process.memoryUsage().rss
       // told its run is done by a claimer still there, and not served enough: it waits for the next run
-      const waitsAgain = (): boolean => done && !socket.destroyed && runs < readSetting('warmWorkerRuns') && rss() <= WARM_WORKER_MAX_RSS
+      const waitsAgain = (): boolean => isDone() && !socket.destroyed && mayServeAgain(runs)
       void main({
         report: (reply) => void socket.write(jsonLine(reply)),
         parentGone,
@@ -179,7 +188,7 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
         }
         if (keptWorkflows !== undefined) await retireWorkflows(keptWorkflows)
         // a claimer that died, a signal: it goes as a forked one does; one that served enough says so
-        if (done && !socket.destroyed) console.error(`warm worker ${process.pid}: served ${runs} run(s), RSS ${Math.round(rss() / 2 ** 20)} MiB; exiting for a fresh one`)
+        if (isDone() && !socket.destroyed) console.error(`warm worker ${process.pid}: served ${runs} run(s), RSS ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB; exiting for a fresh one`)
         socket.destroy()
       })
     })
