@@ -3,7 +3,8 @@
  * that process, and it serves run after run (its workflow worker polling between them) up to
  * FORGE_WARM_WORKER_RUNS, loading an edited suite again; a new build ends it; a refused run leaves it
  * waiting, an impostor, a silent socket or a stale socket file is not used, the claimer's death, the
- * idle timeout and `stack down` end it, and `forge run`'s init hook claims it as the use case does.
+ * idle timeout and `stack down` end it, two runs that end together leave one, and `forge run`'s init
+ * hook claims it as the use case does.
  */
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { createServer, type Server, type Socket } from 'node:net'
@@ -19,7 +20,8 @@ import { claimWarmWorker, claimWarmWorkers, jsonLine, leaveWarmWorkers, onJsonLi
 import { stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
 import { packageRoot } from '../../engine/suite-loader.js'
 import { distEntry } from '../../stack/paths.js'
-import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
+import { forge, forgeAsync, startTestStack, type TestStack } from '../helpers/stack.js'
+import { startService } from '../adapters/service.js'
 import { alive, until } from '../helpers/processes.js'
 
 let stack: TestStack
@@ -325,6 +327,68 @@ describe('warm workers', () => {
     expect(await warmWorker()).toBe(first)
     expect(leaveWarmWorkers(stack.home, 1)).toEqual([])
     expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([first])
+  })
+
+  it('is one per slot when two forge runs that each forked their worker end together: the other worker goes', async () => {
+    await stopWarmWorkers(stack.home)
+    expect(await until(() => warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0)).toBe(true)
+    // two http agents that hold every attempt until both runs have one in flight: both runs fork a
+    // worker for slot 0 (none is warm), and neither can end before the other has its worker serving
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const invoked = [0, 0]
+    const agents = await Promise.all(
+      [0, 1].map((which) =>
+        startService({
+          'POST /reset': (_req, res) => void res.writeHead(204).end(),
+          'POST /invoke': async (_req, res) => {
+            invoked[which]!++
+            if (invoked.every((count) => count > 0)) release()
+            await gate
+            res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ output: 'done' }))
+          },
+        }),
+      ),
+    )
+    // smoke with a 10-minute duration budget: a held attempt cannot time out, however slowly the other run starts
+    const suite = mkdtempSync(join(tmpdir(), 'forge-together-'))
+    cpSync(join(packageRoot(), 'suites', 'smoke'), suite, { recursive: true })
+    for (const file of readdirSync(join(suite, 'tasks'))) {
+      const task = join(suite, 'tasks', file)
+      writeFileSync(task, readFileSync(task, 'utf8').replace(/max_duration_ms: \d+/, 'max_duration_ms: 600000'))
+    }
+    try {
+      const logFrom = existsSync(`${stack.home}/logs/worker-0.log`) ? readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8').length : 0
+      const env = { ...stack.env, FORGE_WARM_WORKERS: '1' }
+      const runs = await Promise.all(
+        agents.map((agent, which) =>
+          forgeAsync(['run', '--suite', suite, '--attempts', '1', '--adapter', 'http', '--adapter-config', JSON.stringify({ base_url: agent.url }), '--run-id', `warm-together-${which}`], env, 120_000),
+        ),
+      )
+      for (const run of runs) expect(run.status, run.stderr).toBe(0)
+      expect(invoked.every((count) => count > 0)).toBe(true)
+      // the two forked workers each wanted to stay: the one that listened first is the slot's warm worker,
+      // the other found the socket taken and exited; the runs left no third
+      const log = () => readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8').slice(logFrom)
+      expect(await until(() => /is taken; exiting/.test(log()))).toBe(true)
+      const stayed = [...log().matchAll(/worker (\d+): served its run; now the warm worker of/g)].map((match) => Number(match[1]))
+      const went = [...log().matchAll(/warm worker (\d+): \S+ is taken; exiting/g)].map((match) => Number(match[1]))
+      expect(stayed).toHaveLength(2)
+      expect(went).toHaveLength(1)
+      const kept = stayed.find((pid) => pid !== went[0])!
+      expect(stayed).toContain(went[0])
+      expect(await until(() => !alive(went[0]!))).toBe(true)
+      expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([kept])
+      expect(readFileSync(warmPidPath(warmSocketPath(stack.home, 0)), 'utf8')).toBe(`${kept}\n`)
+      // and it serves the next run
+      // and it serves the next run (a forge run too: a claimer with other node flags, as this test process has, would not take it)
+      expect(forge(['run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '1', '--seed', 'after-together'], env).status).toBe(0)
+      expect(log()).toContain(`warm worker ${kept} claimed by a run`)
+      expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([kept])
+    } finally {
+      release()
+      await Promise.all(agents.map((agent) => agent.close()))
+    }
   })
 
   it('is waited for by a run that starts while it still loads, not joined by a forked one', async () => {
