@@ -36,6 +36,7 @@ import { environmentFixtures, type EnvironmentPool } from './env/pool.js'
 import { attemptRedactor, redactError, redactExecution } from './redact-attempt.js'
 import { resolveSecretRefs } from './secrets.js'
 import { attemptFaults, countInjectedFaults, metDisruptiveFault } from './faults.js'
+import { processTaint, taintedProcessNote } from './process-taint.js'
 import { createToolBox, type RecordingToolBox } from './tool-proxy.js'
 
 export interface ExecuteAttemptOptions {
@@ -373,7 +374,10 @@ async function captureTrace(
   }
   if (budgetLimit !== undefined) traceInput.budget_exhausted = budgetLimit
   if (output?.self_report !== undefined) traceInput.self_report = output.self_report
-  if (output?.isolation_degraded !== undefined) traceInput.isolation_degraded = output.isolation_degraded
+  // an adapter that ran unsandboxed says so; an attempt in a process some earlier agent code tainted is no better
+  const taint = processTaint()
+  const degraded = output?.isolation_degraded ?? (taint !== undefined ? taintedProcessNote(taint) : undefined)
+  if (degraded !== undefined) traceInput.isolation_degraded = degraded
   if (opts.guardAnswers === true) traceInput.answer_guard = true
 
   const parsedTrace = AgentTrace.safeParse(traceInput)
@@ -388,6 +392,7 @@ async function captureTrace(
     duration_ms: traceInput.duration_ms,
     ...(budgetLimit !== undefined ? { budget_exhausted: budgetLimit } : {}),
     ...(traceInput.answer_guard === true ? { answer_guard: true } : {}),
+    ...(traceInput.isolation_degraded !== undefined ? { isolation_degraded: traceInput.isolation_degraded } : {}),
   })
   return { trace, harnessError, envView, budgetLimit }
 }

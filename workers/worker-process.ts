@@ -9,6 +9,7 @@ import { lazySweepActivities } from '../app/sweep-activities-lazy.js'
 import { liveOtlpOf } from '../app/otlp.js'
 import { readSetting, resolveConfig } from '../config/index.js'
 import { ConfigError } from '../core/errors.js'
+import { processTaint } from '../engine/process-taint.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import { buildFiles, jsonLine, onJsonLines, WARM_SLOT_ARG, WARM_SOCKET_ARG, warmPidPath, workerBuildStamp } from '../stack/warm-workers.js'
 import { prepareWorkflowWorker, retireWorkflows, runWorker, type PreparedWorkflows, type WorkerOptions } from './worker-main.js'
@@ -18,8 +19,19 @@ type Channel = Pick<WorkerOptions, 'report' | 'parentGone' | 'preparedWorkflows'
 /** a warm worker bigger than this once its run is over exits instead of waiting for the next run */
 export const WARM_WORKER_MAX_RSS = 1024 * 1024 * 1024
 
-/** Whether a worker that has served `runs` runs may wait for another: FORGE_WARM_WORKER_RUNS, WARM_WORKER_MAX_RSS. */
-const mayServeAgain = (runs: number): boolean => runs < readSetting('warmWorkerRuns') && process.memoryUsage().rss <= WARM_WORKER_MAX_RSS
+/**
+ * Whether a worker that has served `runs` runs may wait for another: FORGE_WARM_WORKER_RUNS,
+ * WARM_WORKER_MAX_RSS, and no agent code ran inside it (engine/process-taint.ts) — the next run's
+ * attempts must not share a process some earlier agent could have altered.
+ */
+const mayServeAgain = (runs: number): boolean => runs < readSetting('warmWorkerRuns') && process.memoryUsage().rss <= WARM_WORKER_MAX_RSS && processTaint() === undefined
+
+/** The line a worker that may not serve again says as it exits, after `runs` runs. */
+function exitingLine(who: string, runs: number): string {
+  const taint = processTaint()
+  const why = taint !== undefined ? `its process is tainted (${taint})` : `RSS ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB`
+  return `${who}: served ${runs} run(s), ${why}; exiting for a fresh one`
+}
 
 /** The `shutdown` of a run its forge run ends by saying it is done (`forgeWorkerRunDone`), and whether it has. */
 function runDoneSignal(): { shutdown: Promise<void>; runDone: () => void; isDone: () => boolean } {
@@ -78,7 +90,11 @@ function serveForked(): void {
   const waitsAgain = (): boolean => isDone() && process.connected && mayServeAgain(1)
   void main({ shutdown }).then(() => {
     process.off('message', onMessage)
-    if (!waitsAgain()) return
+    if (!waitsAgain()) {
+      // its forge run wanted it to stay, but it may not
+      if (isDone() && process.connected) console.error(exitingLine(`worker ${process.pid}`, 1))
+      return
+    }
     console.error(`worker ${process.pid}: served its run; now the warm worker of ${warmSocket}`)
     awaitRunOnSocket(warmSocket, 1, () => process.disconnect())
   })
@@ -188,7 +204,7 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
         }
         if (keptWorkflows !== undefined) await retireWorkflows(keptWorkflows)
         // a claimer that died, a signal: it goes as a forked one does; one that served enough says so
-        if (isDone() && !socket.destroyed) console.error(`warm worker ${process.pid}: served ${runs} run(s), RSS ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB; exiting for a fresh one`)
+        if (isDone() && !socket.destroyed) console.error(exitingLine(`warm worker ${process.pid}`, runs))
         socket.destroy()
       })
     })

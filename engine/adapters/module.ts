@@ -25,6 +25,7 @@ import { pathToFileURL } from 'node:url'
 import { z } from 'zod'
 import type { InvocationPayload, ToolSpec } from '../../core/contracts/index.js'
 import type { AdapterContext, AdapterOutput, AgentAdapter, LlmEndpoint } from '../../core/plugins.js'
+import { taintProcess } from '../process-taint.js'
 import { sandboxConfigShape, unsandboxedNote } from '../sandbox/config.js'
 import { SANDBOX_LIB_DIR } from '../sandbox/layout.js'
 import { gatewayConfigShape, harnessConfigShape, parseAdapterConfig } from './config-schema.js'
@@ -143,6 +144,8 @@ export const moduleAdapter: AgentAdapter = {
     const config = parseModuleConfig(ctx.config)
     if (config.sandbox !== false) return invokeSandboxed(payload, ctx, config)
     const url = moduleUrl(config.path, config.isolation === 'module' ? ctx.attemptUid : undefined)
+    // from its first line on, the agent's code can alter this worker for good: every later attempt here is degraded too
+    taintProcess(`a module agent, ${url.replace(/\?.*$/, '')}, ran inside it unsandboxed (sandbox: false)`)
     let namespace: Record<string, unknown>
     try {
       namespace = (await import(url)) as Record<string, unknown>

@@ -1,10 +1,11 @@
 /**
  * The module adapter: sandboxed (a child process per attempt) by default, in-process as an opt-in
- * that marks the attempt degraded; a fresh agent per attempt, exports and factories, errors that
- * name the module.
+ * that marks the attempt degraded — and the process tainted, so every later attempt in it is
+ * degraded too; a fresh agent per attempt, exports and factories, errors that name the module.
  */
 import { describe, expect, it } from 'vitest'
 import { moduleAdapter } from '../../engine/adapters/module.js'
+import { processTaint } from '../../engine/process-taint.js'
 import { loadSuite } from '../../engine/suite-loader.js'
 import { agentPath, attempt, toolSuite } from './helpers.js'
 
@@ -18,6 +19,24 @@ describe('module adapter', () => {
     expect(results.map(({ result }) => [result.outcome, result.validity, result.output, result.self_report])).toEqual(Array.from({ length: 3 }, () => ['pass', 'valid', 'ABC', '1']))
     expect(results[0]!.trace.spans.find((s) => s.name === 'sandbox')?.attributes).toMatchObject({ user_namespace: false })
     expect((globalThis as { __forgeCounterModuleEvaluations?: number }).__forgeCounterModuleEvaluations ?? 0).toBe(before)
+    // no agent code ran in this process (the in-process tests below come after every sandboxed one)
+    expect(processTaint()).toBeUndefined()
+  })
+
+  it('solves the smoke suite with the example module agent', async () => {
+    const results = await Promise.all(smoke.tasks.map((task) => attempt(moduleAdapter, { path: 'examples/agents/module-agent.mjs' }, smoke, task)))
+    expect(results.map(({ result }) => [result.task_id, result.outcome])).toEqual(smoke.tasks.map((t) => [t.id, 'pass']))
+  })
+
+  // the module's own code runs only inside the sandbox: what it does there is the agent's doing
+  it.each([
+    [{ path: agentPath('counter-factory.mjs'), export: 'notAnAgent' }, /^agent_exit: agent exited with code 2: module adapter: export "notAnAgent" of file:.*counter-factory\.mjs is number, not an agent/],
+    [{ path: agentPath('counter-factory.mjs'), export: 'missing' }, /^agent_exit: agent exited with code 2: module adapter: file:.*counter-factory\.mjs has no export "missing" \(it exports: CounterAgent, notAnAgent\)$/],
+  ])('sandboxed, a module that is not an agent fails its attempt, naming the export (%#)', async (config, message) => {
+    const { suite, task } = toolSuite()
+    const { result } = await attempt(moduleAdapter, config, suite, task)
+    expect([result.outcome, result.validity, result.failure_bucket]).toEqual(['fail', 'valid', 'no_answer'])
+    expect(result.error).toMatch(message)
   })
 
   it('in-process (sandbox: false) evaluates the module afresh for every attempt, and marks each attempt degraded', async () => {
@@ -46,11 +65,6 @@ describe('module adapter', () => {
     ])
   })
 
-  it('solves the smoke suite with the example module agent', async () => {
-    const results = await Promise.all(smoke.tasks.map((task) => attempt(moduleAdapter, { path: 'examples/agents/module-agent.mjs' }, smoke, task)))
-    expect(results.map(({ result }) => [result.task_id, result.outcome])).toEqual(smoke.tasks.map((t) => [t.id, 'pass']))
-  })
-
   it.each([
     [{ path: agentPath('counter-factory.mjs'), export: 'notAnAgent', sandbox: false }, /^adapter "module" threw: module adapter: export "notAnAgent" of file:.*counter-factory\.mjs is number, not an agent/],
     [{ path: agentPath('counter-factory.mjs'), export: 'missing', sandbox: false }, /^adapter "module" threw: module adapter: file:.*counter-factory\.mjs has no export "missing" \(it exports: CounterAgent, notAnAgent\)$/],
@@ -65,14 +79,15 @@ describe('module adapter', () => {
     expect(result.error).toMatch(message)
   })
 
-  // the module's own code runs only inside the sandbox: what it does there is the agent's doing
-  it.each([
-    [{ path: agentPath('counter-factory.mjs'), export: 'notAnAgent' }, /^agent_exit: agent exited with code 2: module adapter: export "notAnAgent" of file:.*counter-factory\.mjs is number, not an agent/],
-    [{ path: agentPath('counter-factory.mjs'), export: 'missing' }, /^agent_exit: agent exited with code 2: module adapter: file:.*counter-factory\.mjs has no export "missing" \(it exports: CounterAgent, notAnAgent\)$/],
-  ])('sandboxed, a module that is not an agent fails its attempt, naming the export (%#)', async (config, message) => {
+
+  it('leaves the process tainted once an agent ran in it: every later attempt here, sandboxed or not, is degraded and says why', async () => {
+    expect(processTaint()).toMatch(/^a module agent, file:.*counter-module\.mjs, ran inside it unsandboxed \(sandbox: false\)$/)
     const { suite, task } = toolSuite()
-    const { result } = await attempt(moduleAdapter, config, suite, task)
-    expect([result.outcome, result.validity, result.failure_bucket]).toEqual(['fail', 'valid', 'no_answer'])
-    expect(result.error).toMatch(message)
+    const sandboxed = await attempt(moduleAdapter, { path: agentPath('counter-module.mjs') }, suite, task, 9)
+    expect([sandboxed.result.outcome, sandboxed.result.validity, sandboxed.result.output]).toEqual(['pass', 'degraded', 'ABC'])
+    expect(sandboxed.trace.isolation_degraded).toMatch(/^the worker process was tainted before this attempt \(a module agent, file:.*counter-module\.mjs, ran inside it unsandboxed \(sandbox: false\)\): anything in it may have been altered since$/)
+    // an in-process attempt keeps its own, more precise note
+    const inProcess = await attempt(moduleAdapter, { path: agentPath('counter-module.mjs'), sandbox: false }, suite, task, 10)
+    expect(inProcess.trace.isolation_degraded).toMatch(/^sandbox off: the module agent ran inside the worker process/)
   })
 })

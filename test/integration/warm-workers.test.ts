@@ -391,6 +391,31 @@ describe('warm workers', () => {
     }
   })
 
+  it('does not serve again after a run whose agent ran inside it (module, sandbox: false): the next run gets a fresh process, its attempts valid', async () => {
+    const pid = await warmWorker()
+    const validity = (runId: string): Record<string, number> => {
+      const r = forge(['sql', `SELECT validity, count() AS n FROM attempts FINAL WHERE run_id = '${runId}' GROUP BY validity`, '--json'], stack.env)
+      expect(r.status, r.stderr).toBe(0)
+      return Object.fromEntries((JSON.parse(r.stdout) as { validity: string; n: string }[]).map((row) => [row.validity, Number(row.n)]))
+    }
+    let pids: number[] = []
+    const tainted = await runSuite(stack.config, { ...smoke('warm-tainted'), adapter: 'module', adapter_config: { path: join(packageRoot(), 'examples', 'agents', 'module-agent.mjs'), sandbox: false } }, (event) => {
+      if (event.kind === 'workers') pids = event.pids
+    })
+    expect(pids).toEqual([pid])
+    expect(tainted.attempts).toBe(10)
+    expect(validity(tainted.run_id)).toEqual({ degraded: 10 })
+    // the agent's code ran in the warm worker: it may have altered it, so it goes instead of waiting
+    expect(await until(() => !alive(pid))).toBe(true)
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toMatch(new RegExp(`warm worker ${pid}: served \\d+ run\\(s\\), its process is tainted \\(a module agent, file:.*module-agent\\.mjs, ran inside it unsandboxed \\(sandbox: false\\)\\); exiting for a fresh one`))
+    // the run left a fresh one, whose runs are clean
+    const fresh = await warmWorker()
+    expect(fresh).not.toBe(pid)
+    const next = await runOn('warm-after-tainted')
+    expect(next.pids).toEqual([fresh])
+    expect(validity(next.runId)).toEqual({ valid: 10 })
+  })
+
   it('is waited for by a run that starts while it still loads, not joined by a forked one', async () => {
     await stopWarmWorkers(stack.home)
     expect(await until(() => warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0)).toBe(true)
