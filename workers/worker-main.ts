@@ -20,6 +20,7 @@ import { createLogger } from '../engine/logger.js'
 import { startHealthServer, type HealthServer } from './health.js'
 import { createWorkerTelemetry } from './worker-telemetry.js'
 import { distEntry } from '../stack/paths.js'
+import { processTaint } from '../engine/process-taint.js'
 
 export interface WorkerOptions {
   temporalAddress: string
@@ -170,6 +171,9 @@ function activitySlotOptions(concurrency: number, lanes: number): Pick<TemporalW
  * has, everything it opened closed — but the prepared workflow worker, when `keepWorkflows` kept it:
  * then with it, still polling.
  */
+/** how often a fleet worker looks whether agent code tainted its process */
+const TAINT_CHECK_MS = 1_000
+
 export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows | undefined> {
   const workerId = opts.workerId ?? `${hostname()}-${process.pid}`
   const logger = createLogger('worker', opts.logLevel).child({ worker_id: workerId })
@@ -284,6 +288,18 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
       })
     })
   }
+  // a worker that serves every run (a fleet's: no run of its own) in which agent code then ran
+  // (engine/process-taint.ts) stops taking attempts and drains: no later run may share a process that
+  // agent could have altered; its supervisor starts a fresh one (Kubernetes restarts the pod)
+  const taintWatch =
+    opts.runId === undefined
+      ? setInterval(() => {
+          const taint = processTaint()
+          if (taint === undefined || telemetry.draining) return
+          logger.error({ taint }, 'agent code ran inside this worker process: it drains and exits so that no later run shares it')
+          stop()
+        }, TAINT_CHECK_MS).unref()
+      : undefined
   let health: HealthServer | undefined
   if (opts.healthPort !== undefined) {
     health = await startHealthServer({
@@ -325,6 +341,7 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
     await Promise.all(running)
   } finally {
     finished = true
+    clearInterval(taintWatch)
     await health?.close()
     if (parentWatch) clearInterval(parentWatch)
     // spans of finished attempts still waiting go out before the bus closes (each request is bounded by its timeout)

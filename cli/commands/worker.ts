@@ -6,6 +6,7 @@ import { ConfigError } from '../../stack/errors.js'
 import { stackUp } from '../../stack/local-stack.js'
 import { temporalConnectOptions } from '../../stack/temporal-connection.js'
 import { runWorker } from '../../workers/worker-main.js'
+import { processTaint } from '../../engine/process-taint.js'
 import { ForgeCommand } from '../base.js'
 
 export default class Worker extends ForgeCommand {
@@ -77,5 +78,8 @@ export default class Worker extends ForgeCommand {
       ...(config.otlpUrl !== undefined ? { otlp: liveOtlpOf(config.otlpUrl)! } : {}),
       ...(flags['shutdown-grace-ms'] !== undefined ? { shutdownGraceMs: flags['shutdown-grace-ms'] } : {}),
     })
+    // it drained because agent code ran inside it: a failure its supervisor answers with a fresh process
+    const taint = processTaint()
+    if (taint !== undefined) this.error(`this worker stopped: ${taint}, so no later run may share its process; start a fresh one (Kubernetes restarts the pod)`, { exit: 1 })
   }
 }

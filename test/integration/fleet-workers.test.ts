@@ -14,7 +14,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openReader } from '../../app/store-access.js'
@@ -241,6 +241,42 @@ describe('forge run --workers 0', () => {
     expect(await cli.exited, cli.output()).toBe(0)
     expect(cli.output()).toContain(`worker forge-worker-5d8f7-d4 now polls task queue ${taskQueue}`)
     expect(cli.output().split(notice).length - 1).toBe(1)
+  })
+
+  it('a fleet worker in which a module agent ran unsandboxed drains and exits 1; the fresh one its supervisor starts serves later runs clean', async () => {
+    const taskQueue = 'forge-fleet-e'
+    const env = { ...stack.env, FORGE_TASK_QUEUE: taskQueue }
+    const tainted = await startChartWorker('forge-worker-5d8f7-e5', stackServers(taskQueue))
+    // one task, one attempt: one activity, which the first worker takes
+    const suite = join(stack.home, 'one-task')
+    cpSync(join(packageRoot(), 'suites', 'smoke'), suite, { recursive: true })
+    for (const file of readdirSync(join(suite, 'tasks')).slice(1)) rmSync(join(suite, 'tasks', file))
+    const agent = join(packageRoot(), 'examples', 'agents', 'module-agent.mjs')
+    const cli = startCli(['run', '--suite', suite, '--adapter', 'module', '--no-sandbox', '--adapter-config', JSON.stringify({ path: agent }), '--attempts', '1', '--seed', '7', '--run-id', 'fleet-e', '--workers', '0'], env)
+    // the agent's code ran in the worker: it stops taking work and exits non-zero, naming why
+    expect(await tainted.proc.exited).toBe(1)
+    const log = readFileSync(tainted.proc.log, 'utf8')
+    expect(log).toContain('agent code ran inside this worker process: it drains and exits so that no later run shares it')
+    // (oclif wraps and colours the error line)
+    expect(log.replace(/\u001b\[\d+m/g, '').replace(/\s*\n\s*›\s*/g, ' ')).toContain(`this worker stopped: a module agent, file://${agent}, ran inside it unsandboxed (sandbox: false), so no later run may share its process`)
+    // the run goes on on the fresh pod (the tainted one ran its attempt, degraded as the flag says)
+    const fresh = await startChartWorker('forge-worker-5d8f7-e6', stackServers(taskQueue))
+    expect(await cli.exited, cli.output()).toBe(0)
+    expect(await storedByWorker('fleet-e')).toEqual({ 'forge-worker-5d8f7-e5': 1 })
+    const next = startCli(['run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '1', '--seed', '7', '--run-id', 'fleet-e2', '--workers', '0'], env)
+    expect(await next.exited, next.output()).toBe(0)
+    expect(await storedByWorker('fleet-e2')).toEqual({ 'forge-worker-5d8f7-e6': 5 })
+    const reader = await openReader(stack.config)
+    try {
+      const rows = await reader.query<{ run_id: string; validity: string; n: string }>("SELECT run_id, validity, count() AS n FROM attempts FINAL WHERE run_id IN ('fleet-e', 'fleet-e2') GROUP BY run_id, validity ORDER BY run_id", {})
+      expect(rows.map((r) => [r.run_id, r.validity, Number(r.n)])).toEqual([
+        ['fleet-e', 'degraded', 1],
+        ['fleet-e2', 'valid', 5],
+      ])
+    } finally {
+      await reader.close()
+    }
+    expect(fresh.proc.child.exitCode).toBeNull()
   })
 })
 
