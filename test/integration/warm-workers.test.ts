@@ -3,10 +3,11 @@
  * that process, and it serves run after run (its workflow worker polling between them) up to
  * FORGE_WARM_WORKER_RUNS, loading an edited suite again; a new build ends it; a refused run leaves it
  * waiting, an impostor, a silent socket or a stale socket file is not used, the claimer's death, the
- * idle timeout and `stack down` end it, two runs that end together leave one, and `forge run`'s init
- * hook claims it as the use case does.
+ * idle timeout and `stack down` end it, two runs that end together leave one, a run whose agent ran
+ * inside it (unsandboxed module) is its last, a SIGKILL mid-run loses no attempt and its replacement
+ * stays, and `forge run`'s init hook claims it as the use case does.
  */
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { createServer, type Server, type Socket } from 'node:net'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -72,6 +73,17 @@ async function runOn(seed: string): Promise<{ pids: number[]; attempts: number; 
     if (event.kind === 'workers') pids = event.pids
   })
   return { pids, attempts: report.attempts, status: report.status, runId: report.run_id }
+}
+
+/** A copy of smoke whose tasks have a 10-minute duration budget: an attempt held at a gate does not time out. */
+function patientSmoke(): string {
+  const suite = mkdtempSync(join(tmpdir(), 'forge-patient-smoke-'))
+  cpSync(join(packageRoot(), 'suites', 'smoke'), suite, { recursive: true })
+  for (const file of readdirSync(join(suite, 'tasks'))) {
+    const task = join(suite, 'tasks', file)
+    writeFileSync(task, readFileSync(task, 'utf8').replace(/max_duration_ms: \d+/, 'max_duration_ms: 600000'))
+  }
+  return suite
 }
 
 /** who took the workflow tasks of a run's workflows (RunWorkflow and its shard) */
@@ -350,13 +362,8 @@ describe('warm workers', () => {
         }),
       ),
     )
-    // smoke with a 10-minute duration budget: a held attempt cannot time out, however slowly the other run starts
-    const suite = mkdtempSync(join(tmpdir(), 'forge-together-'))
-    cpSync(join(packageRoot(), 'suites', 'smoke'), suite, { recursive: true })
-    for (const file of readdirSync(join(suite, 'tasks'))) {
-      const task = join(suite, 'tasks', file)
-      writeFileSync(task, readFileSync(task, 'utf8').replace(/max_duration_ms: \d+/, 'max_duration_ms: 600000'))
-    }
+    // a held attempt cannot time out, however slowly the other run starts
+    const suite = patientSmoke()
     try {
       const logFrom = existsSync(`${stack.home}/logs/worker-0.log`) ? readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8').length : 0
       const env = { ...stack.env, FORGE_WARM_WORKERS: '1' }
@@ -385,6 +392,9 @@ describe('warm workers', () => {
       expect(forge(['run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '1', '--seed', 'after-together'], env).status).toBe(0)
       expect(log()).toContain(`warm worker ${kept} claimed by a run`)
       expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([kept])
+      // the next tests claim from this process, whose node flags a CLI's worker does not share: they start from none
+      expect(await stopWarmWorkers(stack.home)).toBe(1)
+      expect(await until(() => !alive(kept))).toBe(true)
     } finally {
       release()
       await Promise.all(agents.map((agent) => agent.close()))
@@ -415,6 +425,52 @@ describe('warm workers', () => {
     expect(next.pids).toEqual([fresh])
     expect(validity(next.runId)).toEqual({ valid: 10 })
   })
+
+  it('SIGKILLed while it serves a run: the run completes on the worker that replaces it, which is the slot\'s warm worker after', async () => {
+    const pid = await warmWorker()
+    const runId = 'warm-killed'
+    // every attempt waits at the gate: the run is held open with its attempts in the warm worker's hands
+    const gate = join(stack.home, 'hold-killed')
+    writeFileSync(gate, '')
+    let pids: number[] = []
+    const notices: string[] = []
+    // (a short heartbeat timeout: Temporal gives the dead worker's attempts to another within seconds)
+    const running = runSuite(stack.config, { ...smoke('warm-killed'), suite: patientSmoke(), run_id: runId, heartbeat_timeout_ms: 3_000, adapter_config: { hold_file: gate } }, (event) => {
+      if (event.kind === 'workers') pids = event.pids
+      if (event.kind === 'stack') notices.push(event.message)
+    })
+    running.catch(() => undefined)
+    // the shard's attempt activities have started on the warm worker
+    const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
+    try {
+      const shard = new Client({ connection, namespace: stack.config.temporal.namespace }).workflow.getHandle(`forge-run-${runId}/shard-0`)
+      let started = 0
+      for (let tries = 0; tries < 600 && started === 0; tries++) {
+        await sleep(100)
+        const pending = await shard.describe().then((d) => d.raw.pendingActivities ?? [], () => [])
+        started = pending.filter((activity) => String(activity.state) === 'PENDING_ACTIVITY_STATE_STARTED' || activity.state === 2).length
+      }
+      expect(started).toBeGreaterThan(0)
+    } finally {
+      await connection.close()
+    }
+    expect(pids).toEqual([pid])
+    process.kill(pid, 'SIGKILL')
+    expect(await until(() => !alive(pid))).toBe(true)
+    rmSync(gate)
+    const report = await running
+    expect(report).toMatchObject({ status: 'completed', attempts: 10 })
+    // the attempts ran again, each stored once, on the worker the pool started in the slot's place (same worker id)
+    const r = forge(['sql', `SELECT worker_id, count() AS n, uniqExact(attempt_uid) AS uids FROM attempts WHERE run_id = '${runId}' GROUP BY worker_id`, '--json'], stack.env)
+    expect(r.status, r.stderr).toBe(0)
+    expect(JSON.parse(r.stdout)).toEqual([{ worker_id: `${runId}-w0`, n: 10, uids: 10 }])
+    const replaced = notices.map((notice) => /^worker 0 died \(exit status unknown\); started again as pid (\d+)$/.exec(notice)?.[1]).find((found) => found !== undefined)
+    expect(replaced).toBeDefined()
+    // and that one waits for the next run now
+    const next = await warmWorker()
+    expect(next).toBe(Number(replaced))
+    expect((await runOn('warm-after-killed')).pids).toEqual([next])
+  }, 240_000)
 
   it('is waited for by a run that starts while it still loads, not joined by a forked one', async () => {
     await stopWarmWorkers(stack.home)
