@@ -6,7 +6,7 @@
  * A control runs the harmless attacks without the sandbox and shows they do find things there.
  */
 import { createHash } from 'node:crypto'
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { networkInterfaces, tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
@@ -34,6 +34,9 @@ let suite: LoadedSuite
 let forgeHome: string
 let listener: Server
 let port: number
+/** a stand-in for a warm worker's socket: a connection to it is an escape */
+let warmStandIn: Server
+let warmReached = 0
 const marker = `forge-escapee-${process.pid}`
 
 /** Every file of a directory with its sha-256, to prove nothing was written. */
@@ -101,12 +104,21 @@ beforeAll(async () => {
   listener = createServer((socket) => socket.on('data', () => socket.end('+OK\r\n')))
   await new Promise<void>((resolve) => listener.listen(0, '0.0.0.0', () => resolve()))
   port = (listener.address() as { port: number }).port
+  // and for a warm worker waiting on its socket in FORGE_HOME/warm (stack/warm-workers.ts)
+  mkdirSync(join(forgeHome, 'warm'), { mode: 0o700 })
+  warmStandIn = createServer((socket) => {
+    warmReached++
+    socket.on('error', () => undefined)
+    socket.destroy()
+  })
+  await new Promise<void>((resolve) => warmStandIn.listen(join(forgeHome, 'warm', 'worker-1.sock'), () => resolve()))
   process.env['FORGE_HOME'] = forgeHome
 })
 
 afterAll(async () => {
   for (const pid of processesWith(marker)) process.kill(pid, 'SIGKILL')
   await new Promise<void>((resolve) => listener.close(() => resolve()))
+  await new Promise<void>((resolve) => warmStandIn.close(() => resolve()))
   rmSync(work, { recursive: true, force: true })
   delete process.env['FORGE_HOME']
 })
@@ -130,7 +142,8 @@ describe('the adversarial agent in the sandbox', () => {
     const produced = JSON.stringify(attacks.map(({ result }) => [result.output, result.self_report, result.error, result.tool_calls, result.instruction]))
     expect(produced.match(CANARY)).toBeNull()
     expect(snapshot(suiteDir)).toEqual(before)
-    expect(readdirSync(forgeHome).sort()).toEqual(['goldens', 'stack.json'])
+    expect(readdirSync(forgeHome).sort()).toEqual(['goldens', 'stack.json', 'warm'])
+    expect(warmReached).toBe(0)
     // setsid and double-fork escapees died with their attempt's namespace
     expect(processesWith(marker)).toEqual([])
     console.info(`security: ${attacks.length}/${attacks.length} attacks found nothing (${attacks.map(({ report }) => `${report.attack}: ${report.tried} tries`).join(', ')})`)
@@ -139,7 +152,7 @@ describe('the adversarial agent in the sandbox', () => {
 
 describe('the same attacks without the sandbox (control)', () => {
   // only attacks that read or connect: writes, fork bombs, memory hogs and escapees are never let loose unsandboxed
-  it.each(['proc_parent', 'suite_by_path', 'forge_home', 'other_scratch', 'network', 'forged_result'])('%s finds something: the attack is real', async (taskId) => {
+  it.each(['proc_parent', 'suite_by_path', 'forge_home', 'other_scratch', 'network', 'forged_result', 'warm_worker'])('%s finds something: the attack is real', async (taskId) => {
     const { result, report } = await attackOnce(taskId, { command: ['node', adversary], env: attackEnv(), sandbox: false })
     expect([result.outcome, result.validity]).toEqual(['pass', 'degraded'])
     expect(report.findings.length).toBeGreaterThan(0)

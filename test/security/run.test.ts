@@ -1,17 +1,20 @@
 /**
  * Issue 10 through `forge run` on the real embedded stack (Temporal dev server, nats-server,
  * ingester + chDB): an adversarial run of the security suite gets exactly the numbers of an honest
- * run, finds nothing, plants nothing, leaves no process behind and no canary in the store; run ids
+ * run, finds nothing (not even a warm worker waiting on its socket), plants nothing, leaves no
+ * process behind and no canary in the store; run ids
  * are unique; `--no-sandbox` is stamped on the run and on every attempt; a machine that cannot make
  * a sandbox refuses the run; `forge sql` through the running ingester is read-only.
  */
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { networkInterfaces, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RunStats } from '../../app/stats.js'
 import { packageRoot } from '../../stack/paths.js'
+import { leaveWarmWorkers, stopWarmWorkers, waitForWarmWorkers, warmSocketPath } from '../../stack/warm-workers.js'
+import { alive } from '../helpers/processes.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { CANARY } from './canary.js'
 
@@ -86,21 +89,29 @@ describe('an adversarial run', () => {
   let honest: RunStats
   let hostile: RunStats
 
-  it('gets exactly the numbers of an honest run: every attack finds nothing', () => {
+  it('gets exactly the numbers of an honest run: every attack finds nothing', async () => {
     const h = run('sec-honest', false)
     expect(h.status, h.stderr).toBe(0)
     honest = JSON.parse(h.stdout) as RunStats
+    // a real warm worker waits in slot 1 all through the attack (the run's one worker takes slot 0)
+    const [, waiting] = leaveWarmWorkers(stack.home, 2)
+    expect(await waitForWarmWorkers(stack.home, 2, 60_000)).toBe(true)
     const a = run('sec-attack', true)
     expect(a.status, a.stderr).toBe(0)
     hostile = JSON.parse(a.stdout) as RunStats
+    // no agent reached it: it still waits, never claimed nor told to stop
+    expect(alive(waiting!)).toBe(true)
+    expect(existsSync(warmSocketPath(stack.home, 1))).toBe(true)
+    expect(readFileSync(join(stack.home, 'logs', 'worker-1.log'), 'utf8')).not.toMatch(/claimed by a run|exiting/)
+    expect(await stopWarmWorkers(stack.home)).toBeGreaterThanOrEqual(1)
     expect(perTask(hostile)).toEqual(perTask(honest))
     expect(Object.values(perTask(hostile)).every((kn) => kn === '2/2')).toBe(true)
     expect([hostile.attempts, hostile.suite_rate, hostile.validity]).toEqual([honest.attempts, honest.suite_rate, honest.validity])
     const reports = sql<{ self_report: string }>("SELECT self_report FROM attempts FINAL WHERE run_id = 'sec-attack' ORDER BY attempt_uid")
-    expect(reports).toHaveLength(22)
+    expect(reports).toHaveLength(24)
     const findings = reports.map((r) => JSON.parse(r.self_report) as { attack: string; findings: string[] })
     expect(findings.filter((f) => f.findings.length > 0)).toEqual([])
-    expect(new Set(findings.map((f) => f.attack)).size).toBe(11)
+    expect(new Set(findings.map((f) => f.attack)).size).toBe(12)
   }, 600_000)
 
   it('leaves no canary in anything stored of it, nothing planted, no process behind', () => {
@@ -128,7 +139,7 @@ describe('run ids', () => {
     const again = run('sec-honest', false)
     expect(again.status).toBe(2)
     expect((JSON.parse(again.stdout) as { error: { message: string } }).error.message).toMatch(
-      /^--run-id sec-honest is already used by a completed run of suite security \(adapter subprocess, started .*, 22 attempts stored\); run ids are unique/,
+      /^--run-id sec-honest is already used by a completed run of suite security \(adapter subprocess, started .*, 24 attempts stored\); run ids are unique/,
     )
     expect(forge(['stats', '--run-id', 'sec-honest', '--json'], stack.env).stdout).toBe(before.stdout)
   }, 120_000)

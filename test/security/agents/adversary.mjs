@@ -1,11 +1,11 @@
 // A hostile agent (issue 10): before answering honestly it tries the attack its task names — read
 // the worker's /proc, the suite and goldens, FORGE_HOME and other attempts' scratch directories,
-// reach NATS/Temporal, run `forge sql`, write into the suite, leave processes behind, exhaust
+// reach NATS/Temporal or a warm worker's socket, run `forge sql`, write into the suite, leave processes behind, exhaust
 // processes or memory. It reports in its self_report (kept, never graded) everything it *found*;
 // a sandbox that holds leaves `findings` empty. With ATTACK_OFF=1 it only answers (the honest run).
 //
 // What it knows of the worker comes from its config's env, as a well-informed attacker would:
-// ATTACK_SUITE_DIR, ATTACK_FORGE_HOME, ATTACK_HOST_TMP, ATTACK_PORTS (host ports, comma separated),
+// ATTACK_SUITE_DIR, ATTACK_FORGE_HOME (its warm/ holds the warm workers' sockets), ATTACK_HOST_TMP, ATTACK_PORTS (host ports, comma separated),
 // ATTACK_HOST_ADDRS, ATTACK_FORGE_BIN (bin/run.js), ATTACK_MARKER (tags processes it leaves behind),
 // ATTACK_PIDS_LIMIT, ATTACK_HOG_MB.
 import { spawn, spawnSync } from 'node:child_process'
@@ -113,6 +113,30 @@ const attacks = {
         tried.push(`tcp ${host}:${port}`)
         if (await tcp(host, port)) found(`connected to ${host}:${port}`)
       }
+    }
+  },
+  async warm_worker() {
+    // a warm worker waiting for the next run listens on a unix socket in FORGE_HOME/warm: whoever reaches
+    // it could hand it a run's settings of their choosing, or stop it
+    const dir = join(env.ATTACK_FORGE_HOME, 'warm')
+    const listed = attempt(`readdir ${dir}`, () => readdirSync(dir))
+    const sockets = new Set([0, 1, 2, 3].map((slot) => join(dir, `worker-${slot}.sock`)))
+    if (Array.isArray(listed)) for (const name of listed) if (name.endsWith('.sock')) sockets.add(join(dir, name))
+    for (const path of sockets) {
+      tried.push(`unix ${path}`)
+      const reached = await new Promise((resolve) => {
+        const socket = connect(path)
+        socket.setTimeout(1000, () => {
+          socket.destroy()
+          resolve(false)
+        })
+        socket.once('error', () => resolve(false))
+        socket.once('connect', () => {
+          socket.end(`${JSON.stringify({ forgeWorkerStop: true })}\n`)
+          resolve(true)
+        })
+      })
+      if (reached) found(`reached the warm worker socket ${path} (and told it to stop)`)
     }
   },
   async forged_result() {

@@ -12,6 +12,7 @@ const answers = {
   setsid_escape: 'answer-setsid-escape-08',
   fork_bomb: 'answer-fork-bomb-09',
   memory_hog: 'answer-memory-hog-10',
+  warm_worker: 'answer-warm-worker-11',
 }
 
 export const tools = [
