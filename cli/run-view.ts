@@ -39,6 +39,13 @@ export function printRunReport(command: { log(line: string): void; warn(message:
   if (report.attempts < report.expected_attempts - report.not_executed) {
     command.warn(`ClickHouse holds ${report.attempts} of ${report.expected_attempts - report.not_executed} published attempts so far; the ingester may be behind`)
   }
+  // a run that did not turn isolation off, some of whose attempts ran with it weakened anyway
+  const degraded = report.validity['degraded'] ?? 0
+  if (degraded > 0 && report.isolation !== 'unsandboxed' && report.isolation !== 'in-process') {
+    command.warn(
+      `${degraded} of ${report.attempts} attempts are degraded: their isolation was weakened (an http agent whose reset failed, or a worker process that unsandboxed agent code had run in); forge trace --run-id ${report.run_id} --task <task> --attempt <n> shows why (an error of kind isolation)`,
+    )
+  }
   if (report.run?.redacted === false) command.warn('not redacted (--no-redact): secrets and PII are stored as the agents produced them')
   command.log(`audit head ${report.audit.head}${report.audit.signature !== '' ? ' (signed with FORGE_AUDIT_KEY)' : ''}: forge audit verify --run-id ${report.run_id} checks it`)
 }

@@ -376,8 +376,12 @@ async function captureTrace(
   if (output?.self_report !== undefined) traceInput.self_report = output.self_report
   // an adapter that ran unsandboxed says so; an attempt in a process some earlier agent code tainted is no better
   const taint = processTaint()
-  const degraded = output?.isolation_degraded ?? (taint !== undefined ? taintedProcessNote(taint) : undefined)
-  if (degraded !== undefined) traceInput.isolation_degraded = degraded
+  if (output?.isolation_degraded !== undefined) traceInput.isolation_degraded = output.isolation_degraded
+  else if (taint !== undefined) {
+    // not this attempt's choice: said as an error too, as an http agent's failed reset is, so forge trace shows it
+    traceInput.isolation_degraded = taintedProcessNote(taint)
+    traceInput.errors = [...(traceInput.errors ?? []), { kind: 'isolation', message: traceInput.isolation_degraded }]
+  }
   if (opts.guardAnswers === true) traceInput.answer_guard = true
 
   const parsedTrace = AgentTrace.safeParse(traceInput)

@@ -85,6 +85,7 @@ describe('module adapter', () => {
     const { suite, task } = toolSuite()
     const sandboxed = await attempt(moduleAdapter, { path: agentPath('counter-module.mjs') }, suite, task, 9)
     expect([sandboxed.result.outcome, sandboxed.result.validity, sandboxed.result.output]).toEqual(['pass', 'degraded', 'ABC'])
+    expect(sandboxed.trace.errors).toContainEqual({ kind: 'isolation', message: sandboxed.trace.isolation_degraded })
     expect(sandboxed.trace.isolation_degraded).toMatch(/^the worker process was tainted before this attempt \(a module agent, file:.*counter-module\.mjs, ran inside it unsandboxed \(sandbox: false\)\): anything in it may have been altered since$/)
     // an in-process attempt keeps its own, more precise note
     const inProcess = await attempt(moduleAdapter, { path: agentPath('counter-module.mjs'), sandbox: false }, suite, task, 10)

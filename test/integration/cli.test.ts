@@ -97,6 +97,27 @@ describe('forge CLI', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /)
   })
 
+  it('warns when attempts of a run that kept its sandbox are degraded anyway, naming how many and where to see why', async () => {
+    // an http agent whose reset fails: its attempts may share state, so each is degraded
+    const agent = await startService({
+      'POST /reset': (_req, res) => void res.writeHead(500).end('no reset here'),
+      'POST /invoke': (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ output: 'done' })),
+    })
+    try {
+      const r = await forgeAsync(['run', '--suite', 'smoke', '--attempts', '1', '--adapter', 'http', '--adapter-config', JSON.stringify({ base_url: agent.url }), '--run-id', 'degraded-http'], stack.env, 120_000)
+      expect(r.status, r.stderr).toBe(0)
+      expect(r.stdout).toMatch(/validity: degraded 5/)
+      expect(r.stderr.replace(/\s*›\s*/g, ' ').replace(/\s+/g, ' ')).toContain(
+        'Warning: 5 of 5 attempts are degraded: their isolation was weakened (an http agent whose reset failed, or a worker process that unsandboxed agent code had run in); forge trace --run-id degraded-http --task <task> --attempt <n> shows why (an error of kind isolation)',
+      )
+      const trace = await forgeAsync(['trace', '--run-id', 'degraded-http', '--task', 'echo_greeting', '--attempt', '0', '--json'], stack.env)
+      expect(trace.status, trace.stderr).toBe(0)
+      expect((JSON.parse(trace.stdout) as { errors: unknown[] }).errors).toContainEqual({ kind: 'isolation', message: expect.stringMatching(/^the reset failed \(POST http:\/\/127\.0\.0\.1:\d+\/reset → 500\): attempts may share state$/) as unknown })
+    } finally {
+      await agent.close()
+    }
+  })
+
   it('answers stats and sql while a run is in progress', async () => {
     // an http agent that answers the first 5 attempts and holds every later one until the test
     // releases it: the run cannot end before the reads below, however fast or slow the machine is
