@@ -14,7 +14,8 @@ export default class Worker extends ForgeCommand {
   static override description =
     'With FORGE_TEMPORAL_ADDRESS and FORGE_NATS_URL set (a fleet, e.g. a Kubernetes pod) it joins those servers and starts nothing else; ' +
     'otherwise it brings up and joins the local stack. Every flag can also come from the FORGE_* variable named in its help. ' +
-    'SIGTERM drains: the worker stops polling, lets in-flight attempts finish for --shutdown-grace-ms, then exits.'
+    'SIGTERM drains: the worker stops polling, lets in-flight attempts finish for --shutdown-grace-ms, then exits. ' +
+    'Once agent code has run inside it (a module agent with sandbox: false) it drains the same way and exits 1, so that no later run shares its process; its supervisor starts a clean one.'
   static override examples = [
     '<%= config.bin %> worker',
     {
