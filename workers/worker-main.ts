@@ -166,14 +166,14 @@ function activitySlotOptions(concurrency: number, lanes: number): Pick<TemporalW
   }
 }
 
+/** how often a fleet worker looks whether agent code tainted its process */
+const TAINT_CHECK_MS = 1_000
+
 /**
  * Serves the attempt (and judge) queues and the workflows until the worker stops; resolves once it
  * has, everything it opened closed — but the prepared workflow worker, when `keepWorkflows` kept it:
  * then with it, still polling.
  */
-/** how often a fleet worker looks whether agent code tainted its process */
-const TAINT_CHECK_MS = 1_000
-
 export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows | undefined> {
   const workerId = opts.workerId ?? `${hostname()}-${process.pid}`
   const logger = createLogger('worker', opts.logLevel).child({ worker_id: workerId })
