@@ -1,6 +1,6 @@
 /** The `forge` CLI as a user runs it: output, --json, exit codes, and reads while the stack runs or is down. */
 import { spawn, spawnSync } from 'node:child_process'
-import { cpSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packageRoot } from '../../stack/paths.js'
 import { startService } from '../adapters/service.js'
 import { forge, forgeAsync, startTestStack, type TestStack } from '../helpers/stack.js'
+import { patientSmoke } from '../helpers/suites.js'
 
 let stack: TestStack
 
@@ -132,12 +133,7 @@ describe('forge CLI', () => {
       },
     })
     // smoke with a 10-minute duration budget, so a held attempt cannot time out and end the run on its own
-    const suite = mkdtempSync(join(tmpdir(), 'forge-held-'))
-    cpSync(join(packageRoot(), 'suites', 'smoke'), suite, { recursive: true })
-    for (const file of readdirSync(join(suite, 'tasks'))) {
-      const task = join(suite, 'tasks', file)
-      writeFileSync(task, readFileSync(task, 'utf8').replace(/max_duration_ms: \d+/, 'max_duration_ms: 600000'))
-    }
+    const suite = patientSmoke('forge-held-')
     const run = spawn(process.execPath, [join(packageRoot(), 'bin', 'run.js'), 'run', '--suite', suite, '--attempts', '6', '--adapter', 'http', '--adapter-config', JSON.stringify({ base_url: agent.url }), '--concurrency', '5', '--run-id', 'in-progress'], {
       env: stack.env,
       stdio: ['ignore', 'pipe', 'pipe'],

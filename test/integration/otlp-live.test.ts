@@ -6,9 +6,8 @@
  * depends on timing.
  */
 import { spawn } from 'node:child_process'
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -16,6 +15,7 @@ import { otlpSpanId, otlpTraceId, type OtlpKeyValue, type OtlpSpan, type OtlpTra
 import { packageRoot } from '../../stack/paths.js'
 import { startService, type FakeService } from '../adapters/service.js'
 import { forge, forgeAsync, startTestStack, type TestStack } from '../helpers/stack.js'
+import { patientSmoke } from '../helpers/suites.js'
 
 let stack: TestStack
 let heldSuite: string
@@ -23,12 +23,7 @@ let heldSuite: string
 beforeAll(async () => {
   stack = await startTestStack('otlp-live')
   // smoke with a 10-minute duration budget, so a held attempt cannot time out and end the run on its own
-  heldSuite = mkdtempSync(join(tmpdir(), 'forge-otlp-held-'))
-  cpSync(join(packageRoot(), 'suites', 'smoke'), heldSuite, { recursive: true })
-  for (const file of readdirSync(join(heldSuite, 'tasks'))) {
-    const task = join(heldSuite, 'tasks', file)
-    writeFileSync(task, readFileSync(task, 'utf8').replace(/max_duration_ms: \d+/, 'max_duration_ms: 600000'))
-  }
+  heldSuite = patientSmoke('forge-otlp-held-')
 })
 afterAll(async () => {
   rmSync(heldSuite, { recursive: true, force: true })

@@ -4,16 +4,16 @@
  */
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client'
 import { fork } from 'node:child_process'
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite, type RunEvent } from '../../app/run.js'
 import { openReader } from '../../app/store-access.js'
-import { distEntry, packageRoot } from '../../stack/paths.js'
+import { distEntry } from '../../stack/paths.js'
 import { subjects } from '../../store/bus.js'
 import { startTestStack, type TestStack } from '../helpers/stack.js'
+import { patientSmoke } from '../helpers/suites.js'
 
 let stack: TestStack
 
@@ -139,12 +139,7 @@ describe('forge run on the embedded stack', () => {
     // A worker that polled while it had a free activity slot took up to 4 of them (16 lanes for its
     // 4 slots): the first worker up took all 3 and the other idled. Now a poll reserves a batch's 4
     // slots: each worker holds exactly one batch and the third waits in Temporal for a free worker.
-    const suite = mkdtempSync(join(tmpdir(), 'forge-lanes-suite-'))
-    cpSync(join(packageRoot(), 'suites', 'smoke'), suite, { recursive: true })
-    for (const file of readdirSync(join(suite, 'tasks'))) {
-      const task = join(suite, 'tasks', file)
-      writeFileSync(task, readFileSync(task, 'utf8').replace(/max_duration_ms: \d+/, 'max_duration_ms: 600000'))
-    }
+    const suite = patientSmoke('forge-lanes-suite-')
     const gate = join(suite, 'gate')
     writeFileSync(gate, '')
     const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })

@@ -22,6 +22,7 @@ import { stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
 import { packageRoot } from '../../engine/suite-loader.js'
 import { distEntry } from '../../stack/paths.js'
 import { forge, forgeAsync, startTestStack, type TestStack } from '../helpers/stack.js'
+import { patientSmoke } from '../helpers/suites.js'
 import { startService } from '../adapters/service.js'
 import { alive, until } from '../helpers/processes.js'
 
@@ -73,17 +74,6 @@ async function runOn(seed: string): Promise<{ pids: number[]; attempts: number; 
     if (event.kind === 'workers') pids = event.pids
   })
   return { pids, attempts: report.attempts, status: report.status, runId: report.run_id }
-}
-
-/** A copy of smoke whose tasks have a 10-minute duration budget: an attempt held at a gate does not time out. */
-function patientSmoke(): string {
-  const suite = mkdtempSync(join(tmpdir(), 'forge-patient-smoke-'))
-  cpSync(join(packageRoot(), 'suites', 'smoke'), suite, { recursive: true })
-  for (const file of readdirSync(join(suite, 'tasks'))) {
-    const task = join(suite, 'tasks', file)
-    writeFileSync(task, readFileSync(task, 'utf8').replace(/max_duration_ms: \d+/, 'max_duration_ms: 600000'))
-  }
-  return suite
 }
 
 /** who took the workflow tasks of a run's workflows (RunWorkflow and its shard) */
