@@ -92,6 +92,18 @@ export function ratioTarget(label: string, a: number, b: number, times: number, 
   return { target: `${label} within ${times}×`, met: ratio <= times, detail: `${fixed(ratio)}×` }
 }
 
+/**
+ * The most a CPU-bound run can reach: `cpuMsPerAttempt` of CPU per attempt over all its processes on
+ * `cores` cores allows at most cores × 1000 / cpuMsPerAttempt attempts/s, and no better than
+ * `referencePerSecond` ÷ that as a ratio to a reference (the in-process loop). A run near its ceiling
+ * is limited by the CPU its processes spend, not by waiting.
+ */
+export function cpuBound(cpuMsPerAttempt: number, cores: number, referencePerSecond: number): { ceiling: number; best_ratio: number } {
+  if (!(cpuMsPerAttempt > 0) || !(cores > 0)) throw new RangeError(`cpuBound: CPU per attempt and cores must be positive (got ${cpuMsPerAttempt} ms, ${cores} cores)`)
+  const ceiling = (cores * 1000) / cpuMsPerAttempt
+  return { ceiling, best_ratio: referencePerSecond / ceiling }
+}
+
 /** "met" / "MISSED" with the figure, for one line of bench output */
 export function describeTarget(check: TargetCheck): string {
   return `${check.met ? 'met   ' : 'MISSED'} ${check.target}: ${check.detail}`

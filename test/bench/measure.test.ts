@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   atLeast,
+  cpuBound,
   doublings,
   fixed,
   formatTable,
@@ -13,6 +14,9 @@ import {
   steadyRate,
   summarizeSeries,
 } from '../../bench/measure.js'
+import { describeCpuBound } from '../../bench/throughput-bench.js'
+import type { ForgeRunMeasurement } from '../../bench/forge-run.js'
+import type { RunReport } from '../../app/run.js'
 
 describe('runPool', () => {
   it('runs every index exactly once, never more than `concurrency` at once, and fills the window', async () => {
@@ -87,6 +91,29 @@ describe('targets', () => {
     expect(ratioTarget('forge run vs promptfoo', 200, 50, 5, 'at-least').met).toBe(false)
     expect(ratioTarget('forge run vs in-process', 400, 560, 1.5, 'within')).toEqual({ target: 'forge run vs in-process within 1.5×', met: true, detail: '1.40×' })
     expect(ratioTarget('forge run vs in-process', 100, 160, 1.5, 'within').met).toBe(false)
+  })
+
+  it('bounds a CPU-bound run: cores ÷ CPU per attempt, and the best ratio to the reference', () => {
+    // 2.5 ms of CPU per attempt on 2 cores: at most 800 attempts/s; a 1,200/s reference is 1.5× that
+    expect(cpuBound(2.5, 2, 1200)).toEqual({ ceiling: 800, best_ratio: 1.5 })
+    expect(cpuBound(1, 4, 2000).ceiling).toBe(4000)
+    expect(() => cpuBound(0, 2, 1000)).toThrow(/CPU per attempt and cores must be positive \(got 0 ms, 2 cores\)/)
+    expect(() => cpuBound(1, 0, 1000)).toThrow(/got 1 ms, 0 cores/)
+  })
+
+  it("says where a run's CPU went and what it allows on this machine's cores", () => {
+    const measurement = (cpu: [string, number][]): ForgeRunMeasurement => ({
+      report: { expected_attempts: 1000, attempts_per_second: 700 } as RunReport,
+      workers_ready_ms: 40,
+      until_reported_ms: 1500,
+      peak_rss_kib: new Map(),
+      cpu_s: new Map(cpu),
+    })
+    const [line] = describeCpuBound(measurement([['temporal', 0.2], ['nats-server', 0.1], ['ingester', 0.6], ['cli (this process)', 0.1], ['worker 0', 1.0]]), 1200, 2)
+    expect(line).toContain('2.00 ms per attempt in all (temporal 0.20, nats-server 0.10, ingester 0.60, cli 0.10, worker 0 1.00; 1.00 of it outside the workers)')
+    expect(line).toContain('on 2 core(s) that allows at most 1000 attempts/s (the run reached 70.0 % of it), 1.20× the in-process loop at best')
+    // nothing measured (a sampler that saw no process): no line rather than a division by zero
+    expect(describeCpuBound(measurement([]), 1200, 2)).toEqual([])
   })
 })
 
