@@ -19,6 +19,7 @@ import { packageRoot } from '../suite-loader.js'
 import { SandboxConfigError, SandboxUnavailableError } from './errors.js'
 import type { SandboxSettings } from './config.js'
 import {
+  AGENT_NICENESS,
   initScript,
   launcherArgv,
   protectedPathsCheck,
@@ -36,6 +37,7 @@ import {
 /** The host programs the sandbox uses, found once. */
 export interface SandboxTools {
   setpriv: string
+  nice: string
   unshare: string
   mount: string
   umount: string
@@ -84,7 +86,7 @@ export interface PreparedSandbox {
   /** the agent's working directory as it sees it */
   agentCwd: string
   /** what the sandbox enforces, for the attempt's spans */
-  enforced: { memory_cgroup: boolean; pids_cgroup: boolean; uid: number | null; user_namespace: boolean; read_only: string[] }
+  enforced: { memory_cgroup: boolean; pids_cgroup: boolean; uid: number | null; user_namespace: boolean; cpu_niceness: number; read_only: string[] }
   /** stops the bridges, removes the cgroups and the sandbox's directory; call once the agent's processes are gone */
   close(): Promise<void>
 }
@@ -115,11 +117,11 @@ export async function probeSandbox(env: NodeJS.ProcessEnv = process.env): Promis
       return { ok: false, reason: `FORGE_${name.toUpperCase()}_BIN=${given} is not an executable file` }
     }
   }
-  const required = ['setpriv', 'unshare', 'mount', 'umount', 'pivot_root', 'mkdir', 'ln'].map((name) => [name, overrides[name] ? path.resolve(overrides[name]) : findProgram(name, searchPath)] as const)
+  const required = ['setpriv', 'unshare', 'mount', 'umount', 'pivot_root', 'mkdir', 'ln', 'nice'].map((name) => [name, overrides[name] ? path.resolve(overrides[name]) : findProgram(name, searchPath)] as const)
   const missing = required.filter(([, found]) => found === undefined).map(([name]) => name)
   if (missing.length > 0) return { ok: false, reason: `${missing.join(', ')} not found on PATH (Debian packages util-linux, mount and coreutils)` }
-  const [setpriv, unshare, mount, umount, pivotRoot, mkdir, ln] = required.map(([, found]) => found as string) as [string, string, string, string, string, string, string]
-  const tools: SandboxTools = { setpriv, unshare, mount, umount, pivotRoot, mkdir, ln, ip: findProgram('ip', searchPath) }
+  const [setpriv, unshare, mount, umount, pivotRoot, mkdir, ln, nice] = required.map(([, found]) => found as string) as [string, string, string, string, string, string, string, string]
+  const tools: SandboxTools = { setpriv, unshare, mount, umount, pivotRoot, mkdir, ln, nice, ip: findProgram('ip', searchPath) }
   const userNamespace = process.getuid?.() !== 0
   const cgroups = userNamespace ? { memory: undefined, pids: undefined } : cgroupSupport()
   const candidate = { ok: true as const, tools, userNamespace, cgroups }
@@ -242,7 +244,7 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
     buildSkeleton(layout)
     const init = path.join(base, 'init.sh')
     writeFileSync(init, initScript(layout), { mode: 0o500 })
-    const [program, ...args] = launcherArgv({ userNamespace: found.userNamespace, initScript: init, command: request.command, setpriv: found.tools.setpriv, unshare: found.tools.unshare }) as [string, ...string[]]
+    const [program, ...args] = launcherArgv({ userNamespace: found.userNamespace, initScript: init, command: request.command, nice: found.tools.nice, setpriv: found.tools.setpriv, unshare: found.tools.unshare }) as [string, ...string[]]
     return {
       argv: [program, ...args],
       env: {
@@ -258,6 +260,7 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
         pids_cgroup: found.cgroups.pids !== undefined,
         uid: uid ?? null,
         user_namespace: found.userNamespace,
+        cpu_niceness: AGENT_NICENESS,
         read_only: readOnly.paths.map((p) => p.path),
       },
       close,

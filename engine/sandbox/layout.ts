@@ -76,7 +76,7 @@ export interface SandboxLayout {
   /** node binary (a path visible inside) that runs the forwarder, when there are forwards */
   node: string
   /** absolute paths of the host programs the init runs (all under the read-only system directories) */
-  tools: { mount: string; umount: string; pivotRoot: string; setpriv: string; ip: string; mkdir: string; ln: string }
+  tools: { mount: string; umount: string; pivotRoot: string; setpriv: string; nice: string; ip: string; mkdir: string; ln: string }
 }
 
 /** What the host creates in the skeleton before the init runs: mountpoints and symlinks. */
@@ -163,9 +163,23 @@ export function isInside(p: string, dir: string): boolean {
   return dir === '/' ? p !== '/' : p.startsWith(`${dir}/`)
 }
 
+/**
+ * How much nicer than the worker everything in the sandbox runs (the agent, its children, the tool
+ * forwarder; `nice -n` adds it to the worker's own niceness, at most 19). An agent that spins on every
+ * core then still leaves the worker's event loop — the tool proxy, heartbeats, publishing, the other
+ * attempts' harness work — ~9× the agent's CPU share while the two compete (the kernel's weights for
+ * niceness 0 and 10 are 1024 and 110), and costs an agent nothing while they do not. Without
+ * CAP_SYS_NICE in the host's user namespace (dropped before the agent starts) it cannot undo it.
+ */
+export const AGENT_NICENESS = 10
+
 /** The argv that starts the sandbox; the init script file is its last argument, the agent's argv follows it. */
-export function launcherArgv(opts: { userNamespace: boolean; initScript: string; command: string[]; setpriv: string; unshare: string }): string[] {
+export function launcherArgv(opts: { userNamespace: boolean; initScript: string; command: string[]; nice: string; setpriv: string; unshare: string }): string[] {
   return [
+    // nice execs setpriv, which execs unshare: one process, so the parent-death signal below still applies to it
+    opts.nice,
+    '-n',
+    String(AGENT_NICENESS),
     opts.setpriv,
     // the worker dying (even SIGKILLed) kills unshare, whose --kill-child kills the init, which takes the namespace down
     '--pdeathsig',

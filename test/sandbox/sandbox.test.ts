@@ -3,16 +3,16 @@
  * protected paths, and that an agent dies with its worker even when the worker is SIGKILLed.
  * test/security/adversary.test.ts runs the attacks themselves.
  */
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { getPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { sandboxRequested, isolationOf, SandboxSettings } from '../../engine/sandbox/config.js'
 import { openSandbox, probeSandbox } from '../../engine/sandbox/host.js'
-import { initScript, launcherArgv, protectedPathsCheck, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
+import { AGENT_NICENESS, initScript, launcherArgv, protectedPathsCheck, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
 import { attempt } from '../adapters/helpers.js'
 import { loadSuite, loadedSuitePaths } from '../../engine/suite-loader.js'
 import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
@@ -38,7 +38,7 @@ const layout: SandboxLayout = {
   forwards: [{ port: 41000, socket: '41000.sock' }],
   forwarder: 'process',
   node: '/usr/bin/node',
-  tools: { mount: '/usr/bin/mount', umount: '/usr/bin/umount', pivotRoot: '/usr/sbin/pivot_root', setpriv: '/usr/bin/setpriv', ip: '/usr/sbin/ip', mkdir: '/usr/bin/mkdir', ln: '/usr/bin/ln' },
+  tools: { mount: '/usr/bin/mount', umount: '/usr/bin/umount', pivotRoot: '/usr/sbin/pivot_root', setpriv: '/usr/bin/setpriv', nice: '/usr/bin/nice', ip: '/usr/sbin/ip', mkdir: '/usr/bin/mkdir', ln: '/usr/bin/ln' },
 }
 
 describe('sandbox layout (pure)', () => {
@@ -99,13 +99,15 @@ describe('sandbox layout (pure)', () => {
     expect(selfServed).not.toContain('forwarder.mjs')
   })
 
-  it('starts the init under unshare with its parent-death signal, in a user namespace only when not root', () => {
-    const argv = launcherArgv({ userNamespace: false, initScript: '/tmp/sbx/init.sh', command: ['node', 'a.mjs'], setpriv: '/usr/bin/setpriv', unshare: '/usr/bin/unshare' })
+  it('starts the init under unshare with its parent-death signal, nicer than the worker, in a user namespace only when not root', () => {
+    const argv = launcherArgv({ userNamespace: false, initScript: '/tmp/sbx/init.sh', command: ['node', 'a.mjs'], nice: '/usr/bin/nice', setpriv: '/usr/bin/setpriv', unshare: '/usr/bin/unshare' })
     expect(argv).toEqual([
+      '/usr/bin/nice', '-n', '10',
       '/usr/bin/setpriv', '--pdeathsig', 'KILL', '--', '/usr/bin/unshare', '--pid', '--fork', '--kill-child=SIGKILL', '--mount', '--propagation', 'private',
       '--net', '--ipc', '--uts', '/bin/sh', '/tmp/sbx/init.sh', 'node', 'a.mjs',
     ])
-    expect(launcherArgv({ userNamespace: true, initScript: 'i', command: ['a'], setpriv: 's', unshare: 'u' }).slice(4, 7)).toEqual(['u', '--user', '--map-root-user'])
+    expect(AGENT_NICENESS).toBe(10)
+    expect(launcherArgv({ userNamespace: true, initScript: 'i', command: ['a'], nice: 'n', setpriv: 's', unshare: 'u' }).slice(7, 10)).toEqual(['u', '--user', '--map-root-user'])
   })
 
   it('knows which adapters run agent code and how a run isolated it', () => {
@@ -184,6 +186,28 @@ describe('sandbox on this machine', () => {
       await sandbox.close()
     }
     expect(readdirSync(dir)).toEqual(['notes.txt'])
+  })
+
+  it('runs the agent and its children nicer than the worker, and the agent cannot undo it', async () => {
+    // the agent reads its own niceness and its child's, then tries to take the worker's back
+    const script = [
+      'const os = require("os"); const { execFileSync } = require("child_process")',
+      'const child = Number(execFileSync(process.execPath, ["-e", "process.stdout.write(String(require(`os`).getPriority()))"]).toString())',
+      'let undo; try { os.setPriority(0, os.getPriority() - 1); undo = "lowered to " + os.getPriority() } catch (e) { undo = e.info ? e.info.code : e.code }',
+      'console.log(JSON.stringify({ own: os.getPriority(), child, undo }))',
+    ].join('; ')
+    const sandbox = await openSandbox({ command: [process.execPath, '-e', script], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse({}), protectedPaths: [], ports: [] })
+    try {
+      expect(sandbox.enforced.cpu_niceness).toBe(AGENT_NICENESS)
+      const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
+      const worker = Math.min(19, getPriority() + AGENT_NICENESS)
+      expect(JSON.parse(out.stdout)).toEqual({ own: worker, child: worker, undo: 'EACCES' })
+    } finally {
+      await sandbox.close()
+    }
+    // the control: a program the worker starts outside the sandbox runs at the worker's own niceness
+    const bare = spawnSync(process.execPath, ['-e', "process.stdout.write(String(require('os').getPriority()))"], { encoding: 'utf8' })
+    expect(Number(bare.stdout)).toBe(getPriority())
   })
 
   it('takes the agent and everything it started down when the worker is SIGKILLed', async () => {

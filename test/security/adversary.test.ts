@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto'
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
-import { networkInterfaces, tmpdir } from 'node:os'
+import { getPriority, networkInterfaces, tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -82,6 +82,8 @@ function attackEnv(): Record<string, string> {
     ATTACK_MARKER: marker,
     ATTACK_PIDS_LIMIT: '128',
     ATTACK_HOG_MB: '768',
+    // the sandbox runs an agent 10 nicer than its worker (this process), at most 19
+    ATTACK_MIN_NICENESS: String(Math.min(19, getPriority() + 10)),
   }
 }
 
@@ -151,8 +153,8 @@ describe('the adversarial agent in the sandbox', () => {
 })
 
 describe('the same attacks without the sandbox (control)', () => {
-  // only attacks that read or connect: writes, fork bombs, memory hogs and escapees are never let loose unsandboxed
-  it.each(['proc_parent', 'suite_by_path', 'forge_home', 'other_scratch', 'network', 'forged_result', 'warm_worker'])('%s finds something: the attack is real', async (taskId) => {
+  // only attacks that read, connect or renice themselves: writes, fork bombs, memory hogs and escapees are never let loose unsandboxed
+  it.each(['proc_parent', 'suite_by_path', 'forge_home', 'other_scratch', 'network', 'forged_result', 'warm_worker', 'cpu_priority'])('%s finds something: the attack is real', async (taskId) => {
     const { result, report } = await attackOnce(taskId, { command: ['node', adversary], env: attackEnv(), sandbox: false })
     expect([result.outcome, result.validity]).toEqual(['pass', 'degraded'])
     expect(report.findings.length).toBeGreaterThan(0)

@@ -7,7 +7,7 @@
  * a sandbox refuses the run; `forge sql` through the running ingester is read-only.
  */
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
-import { networkInterfaces, tmpdir } from 'node:os'
+import { getPriority, networkInterfaces, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -53,6 +53,8 @@ function agentConfig(attack: boolean): string {
       ATTACK_MARKER: marker,
       ATTACK_PIDS_LIMIT: '128',
       ATTACK_HOG_MB: '768',
+      // the worker runs at this process's niceness: the sandbox adds 10 (at most 19)
+      ATTACK_MIN_NICENESS: String(Math.min(19, getPriority() + 10)),
       ...(attack ? {} : { ATTACK_OFF: '1' }),
     },
     sandbox: { memory_mb: 256, max_pids: 128 },
@@ -108,10 +110,10 @@ describe('an adversarial run', () => {
     expect(Object.values(perTask(hostile)).every((kn) => kn === '2/2')).toBe(true)
     expect([hostile.attempts, hostile.suite_rate, hostile.validity]).toEqual([honest.attempts, honest.suite_rate, honest.validity])
     const reports = sql<{ self_report: string }>("SELECT self_report FROM attempts FINAL WHERE run_id = 'sec-attack' ORDER BY attempt_uid")
-    expect(reports).toHaveLength(24)
+    expect(reports).toHaveLength(26)
     const findings = reports.map((r) => JSON.parse(r.self_report) as { attack: string; findings: string[] })
     expect(findings.filter((f) => f.findings.length > 0)).toEqual([])
-    expect(new Set(findings.map((f) => f.attack)).size).toBe(12)
+    expect(new Set(findings.map((f) => f.attack)).size).toBe(13)
   }, 600_000)
 
   it('leaves no canary in anything stored of it, nothing planted, no process behind', () => {
@@ -139,7 +141,7 @@ describe('run ids', () => {
     const again = run('sec-honest', false)
     expect(again.status).toBe(2)
     expect((JSON.parse(again.stdout) as { error: { message: string } }).error.message).toMatch(
-      /^--run-id sec-honest is already used by a completed run of suite security \(adapter subprocess, started .*, 24 attempts stored\); run ids are unique/,
+      /^--run-id sec-honest is already used by a completed run of suite security \(adapter subprocess, started .*, 26 attempts stored\); run ids are unique/,
     )
     expect(forge(['stats', '--run-id', 'sec-honest', '--json'], stack.env).stdout).toBe(before.stdout)
   }, 120_000)

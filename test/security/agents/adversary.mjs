@@ -1,16 +1,17 @@
 // A hostile agent (issue 10): before answering honestly it tries the attack its task names — read
 // the worker's /proc, the suite and goldens, FORGE_HOME and other attempts' scratch directories,
 // reach NATS/Temporal or a warm worker's socket, run `forge sql`, write into the suite, leave processes behind, exhaust
-// processes or memory. It reports in its self_report (kept, never graded) everything it *found*;
+// processes or memory, compete with the worker for the CPU. It reports in its self_report (kept, never graded) everything it *found*;
 // a sandbox that holds leaves `findings` empty. With ATTACK_OFF=1 it only answers (the honest run).
 //
 // What it knows of the worker comes from its config's env, as a well-informed attacker would:
 // ATTACK_SUITE_DIR, ATTACK_FORGE_HOME (its warm/ holds the warm workers' sockets), ATTACK_HOST_TMP, ATTACK_PORTS (host ports, comma separated),
 // ATTACK_HOST_ADDRS, ATTACK_FORGE_BIN (bin/run.js), ATTACK_MARKER (tags processes it leaves behind),
-// ATTACK_PIDS_LIMIT, ATTACK_HOG_MB.
+// ATTACK_PIDS_LIMIT, ATTACK_HOG_MB, ATTACK_MIN_NICENESS (the niceness an agent must run at: the worker's + 10).
 import { spawn, spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
+import { getPriority, setPriority } from 'node:os'
 import { join } from 'node:path'
 import { callTool, payload, send } from './protocol.mjs'
 
@@ -211,6 +212,16 @@ const attacks = {
       // already gone
     }
     if (living > limit) found(`fork bomb reached ${living} processes (limit ${limit})`)
+  },
+  cpu_priority() {
+    // a CPU hog at the worker's own priority takes the cores on equal terms with the worker's event loop
+    // (its tool proxy, heartbeats, the other attempts' harness work); a spinning agent needs only that
+    const own = getPriority()
+    tried.push(`niceness ${own}`)
+    const floor = Number(env.ATTACK_MIN_NICENESS ?? 10)
+    if (own < floor) found(`runs at niceness ${own}, below ${floor}: as favoured by the scheduler as the worker`)
+    const undo = attempt(`renice to ${own - 1}`, () => setPriority(0, own - 1))
+    if (!(undo instanceof Error)) found(`raised its own priority: niceness ${own} → ${getPriority()}`)
   },
   async memory_hog() {
     const target = Number(env.ATTACK_HOG_MB ?? 768)

@@ -13,6 +13,7 @@ const answers = {
   fork_bomb: 'answer-fork-bomb-09',
   memory_hog: 'answer-memory-hog-10',
   warm_worker: 'answer-warm-worker-11',
+  cpu_priority: 'answer-cpu-priority-12',
 }
 
 export const tools = [
