@@ -74,6 +74,13 @@ export const INHERITED_ENV = ['PATH', 'HOME', 'LANG'] as const
 const MAX_TEXT_BYTES = 64 * 1024
 const MAX_STDERR_BYTES = 4 * 1024
 const MAX_LINE_BYTES = 1024 * 1024
+/**
+ * How many invalid protocol lines (a malformed message, a line over MAX_LINE_BYTES) an agent may send
+ * before it is stopped. Each one costs the worker a parse and an error kept in memory, and an invalid
+ * tool call an answer written to the agent: an agent that wrote two million of them held a worker's
+ * event loop for 36 s and grew it by 2 GiB. The first ones are kept; they say what was wrong.
+ */
+export const MAX_PROTOCOL_ERRORS = 100
 /** after `final`, how long the agent may take to exit by itself before its group is stopped */
 const EXIT_AFTER_FINAL_MS = 200
 /** once the group is stopped, how long its stdout may take to reach EOF (a process outside the group could hold it) */
@@ -117,7 +124,9 @@ interface AgentRun {
   errors: Array<{ kind: string; message: string }>
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
   /** why the harness stopped the agent before it finished, if it did */
-  stoppedFor: 'deadline' | 'budget' | undefined
+  stoppedFor: 'deadline' | 'budget' | 'protocol' | undefined
+  /** invalid protocol lines so far (only the first MAX_PROTOCOL_ERRORS are in `errors`) */
+  protocolErrors: number
   stop: StopReport | undefined
   spawnedAtMs: number
   endedAtMs: number
@@ -243,6 +252,7 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
     errors: [],
     exit: undefined,
     stoppedFor: undefined,
+    protocolErrors: 0,
     stop: undefined,
     spawnedAtMs: since(),
     endedAtMs: since(),
@@ -296,7 +306,21 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
   const send = (message: ToolResultMessage): void => {
     if (!child.stdin.destroyed && child.stdin.writable) child.stdin.write(`${JSON.stringify(message)}\n`)
   }
+  let protocolAbused!: () => void
+  const abusedProtocol = new Promise<void>((resolveAbuse) => (protocolAbused = resolveAbuse))
+  /** counts an invalid line; false once the agent has sent more than it may (it is being stopped) */
+  const protocolError = (message: string): boolean => {
+    run.protocolErrors++
+    if (run.protocolErrors > MAX_PROTOCOL_ERRORS) {
+      protocolAbused()
+      return false
+    }
+    run.errors.push({ kind: 'protocol_error', message })
+    return true
+  }
   const onLine = (line: string): void => {
+    // past the cap nothing more of the agent's output is read: it is being stopped
+    if (run.protocolErrors > MAX_PROTOCOL_ERRORS) return
     const parsed = parseAgentLine(line)
     switch (parsed.kind) {
       case 'tool_call': {
@@ -313,7 +337,7 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
         finalReceived()
         break
       case 'invalid':
-        run.errors.push({ kind: 'protocol_error', message: `invalid ${parsed.type} message: ${parsed.problem}` })
+        if (!protocolError(`invalid ${parsed.type} message: ${parsed.problem}`)) break
         if (parsed.type === 'tool_call' && parsed.id !== undefined) {
           const id = parsed.id
           queue = queue.then(() => send({ type: 'tool_result', id, ok: false, error: `invalid tool_call message: ${parsed.problem}` }))
@@ -327,9 +351,7 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
         break
     }
   }
-  const splitter = lineSplitter(onLine, (bytes) =>
-    run.errors.push({ kind: 'protocol_error', message: `an output line longer than ${MAX_LINE_BYTES} bytes was dropped (${bytes} bytes)` }),
-  )
+  const splitter = lineSplitter(onLine, (bytes) => void protocolError(`an output line longer than ${MAX_LINE_BYTES} bytes was dropped (${bytes} bytes)`))
   child.stdout.on('data', splitter.push)
 
   child.stdin.write(`${JSON.stringify({ type: 'payload', protocol: AGENT_PROTOCOL_VERSION, payload: opts.payload })}\n`)
@@ -339,8 +361,9 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
     exited.then(() => 'exit' as const),
     aborted.then(() => 'deadline' as const),
     opts.budgetIgnored.then(() => 'budget' as const),
+    abusedProtocol.then(() => 'protocol' as const),
   ])
-  if (how === 'deadline' || how === 'budget') run.stoppedFor = how
+  if (how === 'deadline' || how === 'budget' || how === 'protocol') run.stoppedFor = how
   if (how === 'final') {
     // a well-behaved agent exits by itself once it answered; EOF on stdin tells it to
     child.stdin.end()
@@ -427,6 +450,8 @@ function toAdapterOutput(run: AgentRun, ctx: AdapterContext): AdapterOutput {
     errors.push({ kind: 'stopped', message: `agent stopped at the attempt deadline (${run.stop?.via ?? 'never started'})` })
   } else if (run.stoppedFor === 'budget') {
     errors.push({ kind: 'stopped', message: 'agent kept calling tools after its budget was exhausted; stopped' })
+  } else if (run.stoppedFor === 'protocol') {
+    errors.push({ kind: 'stopped', message: `agent kept sending invalid protocol lines (${run.protocolErrors} by the time it was stopped; the first ${MAX_PROTOCOL_ERRORS} are listed); stopped` })
   } else if (run.final === undefined && run.exit !== undefined && (run.exit.code !== 0 || run.exit.signal !== null)) {
     const status = run.exit.signal !== null ? `signal ${run.exit.signal}` : `code ${String(run.exit.code)}`
     errors.push({ kind: 'agent_exit', message: `agent exited with ${status}${stderrTail ? `: ${stderrTail}` : ''}` })

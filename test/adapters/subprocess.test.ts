@@ -1,7 +1,7 @@
 /** The subprocess adapter against real agent processes: protocol, output, environment, crashes. */
 import { afterAll, describe, expect, it } from 'vitest'
 import { runAttempt } from '../../engine/attempt-runner.js'
-import { agentEnvironment, resolveCommand, subprocessAdapter } from '../../engine/adapters/subprocess.js'
+import { agentEnvironment, MAX_PROTOCOL_ERRORS, resolveCommand, subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { loadSuite } from '../../engine/suite-loader.js'
 import { removeTempSuites } from '../suites/temp-suite.js'
 import { agentPath, attempt, toolSuite } from './helpers.js'
@@ -67,6 +67,23 @@ describe('subprocess adapter', () => {
     expect(result.tool_calls.map((c) => c.name)).toEqual(['upper'])
     expect(executions()).toBe(1)
   })
+
+  it('stops an agent that floods it with invalid protocol lines, keeping the first ones', async () => {
+    const { suite, task, executions } = toolSuite({ budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 60_000 } })
+    const { result, trace } = await attempt(subprocessAdapter, { command: ['node', agentPath('protocol-flood.mjs')] }, suite, task)
+    // two million lines would have held the worker for ~36 s and 2 GiB; it is stopped after the cap
+    const protocolErrors = trace.errors.filter((e) => e.kind === 'protocol_error')
+    expect(protocolErrors).toHaveLength(MAX_PROTOCOL_ERRORS)
+    expect(new Set(protocolErrors.map((e) => e.message))).toEqual(new Set(['invalid tool_call message: name: Invalid input: expected string, received undefined']))
+    const stopped = trace.errors.filter((e) => e.kind === 'stopped')
+    expect(stopped).toHaveLength(1)
+    expect(stopped[0]!.message).toMatch(new RegExp(`^agent kept sending invalid protocol lines \\((\\d+) by the time it was stopped; the first ${MAX_PROTOCOL_ERRORS} are listed\\); stopped$`))
+    expect(Number(/\((\d+) by the time/.exec(stopped[0]!.message)![1])).toBeGreaterThan(MAX_PROTOCOL_ERRORS)
+    // its final answer, after the flood, never came: the agent's failure, not the harness's
+    expect([result.outcome, result.validity, result.failure_bucket, result.output]).toEqual(['fail', 'valid', 'no_answer', ''])
+    expect(result.tool_calls).toEqual([])
+    expect(executions()).toBe(0)
+  }, 120_000)
 
   it('fails the attempt as a harness error when the command cannot start', async () => {
     const { suite, task } = toolSuite()
