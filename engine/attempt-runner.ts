@@ -30,7 +30,7 @@ import { costOf, type PriceTable } from '../core/pricing.js'
 import { gradeAttempt, goldenTraceOf, judgementOf, type AttemptGrades } from './grading-pipeline.js'
 import { buildInvocationPayload } from './invocation-payload.js'
 import type { RateLimiter } from './judge/rate-limit.js'
-import { resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewaySummary } from './llm/gateway.js'
+import { MAX_REFUSED_MODEL_CALLS, resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewaySummary } from './llm/gateway.js'
 import { startEnvironment, type EnvironmentSession, type EnvironmentStart } from './env/lifecycle.js'
 import { environmentFixtures, type EnvironmentPool } from './env/pool.js'
 import { attemptRedactor, redactError, redactExecution } from './redact-attempt.js'
@@ -367,7 +367,13 @@ async function captureTrace(
     spans,
     // the environment diff rides along so invariants (pure functions of the trace) can read state changes
     state_snapshots: [...(output?.state_snapshots ?? []), ...(envView !== undefined ? [{ label: 'env_diff', at_ms: clock.since(agent.finishedAt), state: envView.diff }] : [])],
-    errors: [...(output?.errors ?? []), ...(threwUnderFault && invocation.kind === 'threw' ? [{ kind: 'agent_error', message: `adapter "${adapter.name}" threw after an injected fault: ${errorMessage(invocation.error)}` }] : [])],
+    errors: [
+      ...(output?.errors ?? []),
+      ...(threwUnderFault && invocation.kind === 'threw' ? [{ kind: 'agent_error', message: `adapter "${adapter.name}" threw after an injected fault: ${errorMessage(invocation.error)}` }] : []),
+      ...(agent.llm?.summary.closed_early === true
+        ? [{ kind: 'gateway_closed', message: `the LLM gateway closed after refusing ${MAX_REFUSED_MODEL_CALLS} calls of this attempt (${agent.llm.summary.refused_calls} refused in all): malformed requests or a spent token budget` }]
+        : []),
+    ],
     usage: { input_tokens: usage?.input_tokens ?? 0, output_tokens: usage?.output_tokens ?? 0 },
     duration_ms: Math.max(0, agent.finishedAt - agent.startedAt),
     refused: output?.refused ?? false,

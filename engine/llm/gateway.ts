@@ -64,6 +64,10 @@ export interface LlmGatewaySummary {
   price_table_version: string
   /** true once max_tokens stopped the agent */
   budget_exhausted: boolean
+  /** calls refused as malformed or over budget; past MAX_REFUSED_MODEL_CALLS the gateway closed */
+  refused_calls: number
+  /** the gateway stopped answering this attempt's agent (MAX_REFUSED_MODEL_CALLS refused calls) */
+  closed_early: boolean
 }
 
 export interface LlmGateway extends LlmEndpoint {
@@ -96,6 +100,13 @@ export const DECODING_FIELDS = [
 ] as const
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024
+/**
+ * How many calls the gateway refuses an attempt's agent (a malformed body, a spent token budget)
+ * before it closes for the rest of the attempt. Every call costs the worker a request and leaves a
+ * span; an agent that sent a few bad requests a millisecond kept a worker's event loop busy until its
+ * deadline and its trace growing (46,000 spans, 9 MB, in 120 s).
+ */
+export const MAX_REFUSED_MODEL_CALLS = 100
 const DEFAULT_UPSTREAM_TIMEOUT_MS = 120_000
 
 /** The decoding settings a chat-completion request asks for (only the fields it sets). */
@@ -117,9 +128,14 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
   const meter = createUsageMeter(opts)
   // calls still being answered: close() waits for them, so each leaves its span
   const inflight = new Set<Promise<void>>()
+  // past MAX_REFUSED_MODEL_CALLS refused calls nothing listens any more: the kernel refuses the rest
+  const shutOut = (): void => {
+    server.close()
+    server.closeAllConnections()
+  }
   const server = createServer(
     routeRequests(Buffer.from(token), inflight, (req, res) =>
-      handleCompletion(req, res, { meter, upstream: opts.upstream, timeoutMs: opts.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS, closing: closing.signal, faults: opts.faults })),
+      handleCompletion(req, res, { meter, upstream: opts.upstream, timeoutMs: opts.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS, closing: closing.signal, faults: opts.faults, shutOut })),
   )
   server.keepAliveTimeout = 5_000
   const port = await listenOnLoopback(server)
@@ -154,6 +170,8 @@ interface UsageMeter {
   budgetSpent(): string | undefined
   /** adds an answered call's usage and cost; a response without usage makes the cost unavailable */
   account(call: ModelCall, model: string, facts: CompletionFacts): void
+  /** counts a refused call; true once there were more than MAX_REFUSED_MODEL_CALLS (the gateway closes) */
+  refuse(): boolean
   summary(): LlmGatewaySummary
 }
 
@@ -172,6 +190,7 @@ function createUsageMeter(opts: LlmGatewayOptions): UsageMeter {
   let decoding: Record<string, unknown> | undefined
   let cost: number | null = 0
   let exhausted = false
+  let refused = 0
   const exhaust = (): void => {
     if (exhausted) return
     exhausted = true
@@ -188,7 +207,7 @@ function createUsageMeter(opts: LlmGatewayOptions): UsageMeter {
         attributes,
         record(status, model) {
           const finished = now()
-          spans.push({
+          const made: Span = {
             span_id: `model-${index}`,
             parent_span_id: parent,
             category: 'model',
@@ -196,15 +215,22 @@ function createUsageMeter(opts: LlmGatewayOptions): UsageMeter {
             start_ms: Math.max(0, started - opts.startedAt),
             duration_ms: Math.max(0, finished - started),
             attributes: { status, ...attributes, latency_ms: Math.max(0, finished - started) },
-          })
-          // concurrent calls finish out of order: keep arrival order
-          spans.sort((a, b) => spanIndex(a) - spanIndex(b))
+          }
+          // concurrent calls finish out of order: keep arrival order, looking from the end (they mostly come in order;
+          // sorting the whole list per call made a long attempt's calls quadratic)
+          let at = spans.length
+          while (at > 0 && spanIndex(spans[at - 1]!) > index) at--
+          spans.splice(at, 0, made)
         },
       }
     },
     noteRequest(model, callDecoding) {
       if (model && !models.includes(model)) models.push(model)
       decoding ??= callDecoding
+    },
+    refuse() {
+      refused++
+      return refused > MAX_REFUSED_MODEL_CALLS
     },
     budgetSpent() {
       if (opts.maxTokens === undefined || used() < opts.maxTokens) return undefined
@@ -237,6 +263,8 @@ function createUsageMeter(opts: LlmGatewayOptions): UsageMeter {
         decoding: { ...(decoding ?? {}) },
         price_table_version: opts.priceTable?.version ?? '',
         budget_exhausted: exhausted,
+        refused_calls: refused,
+        closed_early: refused > MAX_REFUSED_MODEL_CALLS,
       }
     },
   }
@@ -283,6 +311,8 @@ interface CompletionContext {
   /** aborted when the gateway closes */
   closing: AbortSignal
   faults: AttemptFaults | undefined
+  /** closes the gateway for the rest of the attempt (too many refused calls) */
+  shutOut(): void
 }
 
 /**
@@ -296,7 +326,7 @@ async function handleCompletion(req: IncomingMessage, res: ServerResponse, ctx: 
   if (!request.ok) {
     call.attributes['error'] = request.error
     call.record('bad_request', '')
-    return sendError(res, 400, `invalid request body: ${request.error}`, 'invalid_request_error', 'invalid_body')
+    return refuse(ctx, res, 400, `invalid request body: ${request.error}`, 'invalid_request_error', 'invalid_body')
   }
   const { body } = request
   const model = typeof body['model'] === 'string' ? body['model'] : ''
@@ -307,12 +337,12 @@ async function handleCompletion(req: IncomingMessage, res: ServerResponse, ctx: 
 
   if (!model || !Array.isArray(body['messages'])) {
     call.record('bad_request', model)
-    return sendError(res, 400, 'a chat completion needs "model" (a string) and "messages" (an array)', 'invalid_request_error', 'invalid_body')
+    return refuse(ctx, res, 400, 'a chat completion needs "model" (a string) and "messages" (an array)', 'invalid_request_error', 'invalid_body')
   }
   const spent = ctx.meter.budgetSpent()
   if (spent !== undefined) {
     call.record('budget_exhausted', model)
-    return sendError(res, 400, spent, 'budget_exhausted', 'max_tokens_budget_exhausted')
+    return refuse(ctx, res, 400, spent, 'budget_exhausted', 'max_tokens_budget_exhausted')
   }
   const forwarded = forwardedRequest(body, request.raw)
   if (forwarded.streamed) call.attributes['stream'] = true
@@ -331,6 +361,14 @@ async function handleCompletion(req: IncomingMessage, res: ServerResponse, ctx: 
   if (facts === undefined) return
   ctx.meter.account(call, model, facts)
   call.record('ok', model)
+}
+
+/** Answers a refused call; past MAX_REFUSED_MODEL_CALLS of them the gateway closes for the rest of the attempt. */
+function refuse(ctx: CompletionContext, res: ServerResponse, status: number, message: string, type: string, code: string): void {
+  const tooMany = ctx.meter.refuse()
+  // this answer still goes out; then nothing of the agent's reaches the gateway any more
+  if (tooMany) res.once('close', () => ctx.shutOut())
+  sendError(res, status, tooMany ? `${message}; the gateway refused ${MAX_REFUSED_MODEL_CALLS} calls of this attempt and closes` : message, type, code)
 }
 
 /**

@@ -2,6 +2,7 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { runAttempt } from '../../engine/attempt-runner.js'
 import { agentEnvironment, MAX_PROTOCOL_ERRORS, resolveCommand, subprocessAdapter } from '../../engine/adapters/subprocess.js'
+import { MAX_REFUSED_MODEL_CALLS } from '../../engine/llm/gateway.js'
 import { loadSuite } from '../../engine/suite-loader.js'
 import { removeTempSuites } from '../suites/temp-suite.js'
 import { agentPath, attempt, toolSuite } from './helpers.js'
@@ -83,6 +84,32 @@ describe('subprocess adapter', () => {
     expect([result.outcome, result.validity, result.failure_bucket, result.output]).toEqual(['fail', 'valid', 'no_answer', ''])
     expect(result.tool_calls).toEqual([])
     expect(executions()).toBe(0)
+  }, 120_000)
+
+  it('closes the LLM gateway to an agent that floods it with refused calls, and says so in the trace', async () => {
+    const { suite, task } = toolSuite({ outcome_graders: [{ type: 'contains', expected: 'x' }] })
+    const { result, trace } = await runAttempt({
+      suite,
+      task,
+      adapter: subprocessAdapter,
+      runId: 'run1',
+      configId: 'c0',
+      attempt: 0,
+      runSeed: 'seed',
+      adapterConfig: { command: ['node', agentPath('gateway-flood.mjs')], llm: true },
+      workerId: 'w-test',
+      env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-upstream' },
+    })
+    // every call up to the cap, and the one past it, is answered; then nothing listens
+    expect(result.output).toBe(`answered ${MAX_REFUSED_MODEL_CALLS + 1}`)
+    const model = trace.spans.filter((s) => s.category === 'model')
+    expect(model).toHaveLength(MAX_REFUSED_MODEL_CALLS + 1)
+    expect(new Set(model.map((s) => s.attributes['status']))).toEqual(new Set(['bad_request']))
+    expect(trace.errors).toContainEqual({
+      kind: 'gateway_closed',
+      message: `the LLM gateway closed after refusing ${MAX_REFUSED_MODEL_CALLS} calls of this attempt (${MAX_REFUSED_MODEL_CALLS + 1} refused in all): malformed requests or a spent token budget`,
+    })
+    expect([result.outcome, result.validity]).toEqual(['fail', 'valid'])
   }, 120_000)
 
   it('fails the attempt as a harness error when the command cannot start', async () => {

@@ -2,7 +2,7 @@
 import OpenAI from 'openai'
 import { afterEach, describe, expect, it } from 'vitest'
 import { PriceTable } from '../../core/pricing.js'
-import { decodingOf, resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewayOptions } from '../../engine/llm/gateway.js'
+import { decodingOf, MAX_REFUSED_MODEL_CALLS, resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewayOptions } from '../../engine/llm/gateway.js'
 import { LlmConfigError } from '../../engine/llm/errors.js'
 import { startScriptedOpenAI, type Script, type ScriptedOpenAI } from '../fakes/scripted-openai.js'
 
@@ -90,6 +90,8 @@ describe('LLM gateway', () => {
       decoding: { temperature: 0.2, seed: 7, top_p: 0.9, max_tokens: 64 },
       price_table_version: 'test-1',
       budget_exhausted: false,
+      refused_calls: 0,
+      closed_early: false,
     })
   })
 
@@ -213,6 +215,29 @@ describe('LLM gateway', () => {
     } finally {
       await nowhere.close()
     }
+  })
+
+  it(`closes for the rest of the attempt after ${MAX_REFUSED_MODEL_CALLS} refused calls, and never forwards one`, async () => {
+    const { upstream: up, gateway: gw } = await setUp([{ content: 'never' }])
+    for (let i = 0; i < MAX_REFUSED_MODEL_CALLS; i++) expect((await complete(gw, { model: 'm' })).status).toBe(400)
+    expect(gw.summary()).toMatchObject({ refused_calls: MAX_REFUSED_MODEL_CALLS, closed_early: false })
+    // the one past the cap is still answered, saying so; then nothing listens
+    const last = await complete(gw, { model: 'm' })
+    expect(last.status).toBe(400)
+    expect((last.json['error'] as { message: string }).message).toMatch(new RegExp(`; the gateway refused ${MAX_REFUSED_MODEL_CALLS} calls of this attempt and closes$`))
+    await expect(complete(gw, hello)).rejects.toThrow()
+    expect(up.requests).toEqual([])
+    expect(gw.summary()).toMatchObject({ calls: MAX_REFUSED_MODEL_CALLS + 1, refused_calls: MAX_REFUSED_MODEL_CALLS + 1, closed_early: true })
+    // one span per call, in the order they came
+    expect(gw.spans.map((s) => s.span_id)).toEqual(Array.from({ length: MAX_REFUSED_MODEL_CALLS + 1 }, (_, i) => `model-${i}`))
+  })
+
+  it('keeps its spans in the order the calls came when they finish out of order', async () => {
+    const { gateway: gw } = await setUp([{ content: 'slow', delay_ms: 300 }, { content: 'quick' }, { content: 'quicker' }])
+    const first = complete(gw, hello)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    await Promise.all([complete(gw, hello), complete(gw, hello), first])
+    expect(gw.spans.map((s) => s.span_id)).toEqual(['model-0', 'model-1', 'model-2'])
   })
 
   it('aborts a call still in flight when it closes, and keeps its span', async () => {
