@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process'
 import type { Readable } from 'node:stream'
 import { randomBytes, randomInt } from 'node:crypto'
 import { accessSync, constants, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, rmdirSync, statSync, writeFileSync, chmodSync, symlinkSync } from 'node:fs'
-import { connect, createServer, type Server } from 'node:net'
+import { connect, createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -203,7 +203,7 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
       chmodSync(socketDir, 0o711)
       for (const port of request.ports) {
         const server = await bridge(path.join(socketDir, `${port}.sock`), port)
-        cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())))
+        cleanups.push(() => server.close())
       }
     }
     const cgroupProcs: string[] = []
@@ -349,12 +349,21 @@ function buildSkeleton(layout: SandboxLayout): void {
   }
 }
 
-/** A Unix socket at `socketPath` whose connections are piped to 127.0.0.1:port. */
-async function bridge(socketPath: string, port: number): Promise<Server> {
+/**
+ * A Unix socket at `socketPath` whose connections are piped to 127.0.0.1:port. `close()` ends every
+ * connection still open: it is called once the agent's processes are gone, and a connection the
+ * endpoint had dropped half-way (the LLM gateway closing on a flooding agent) must not hold the
+ * attempt open by keeping the server from closing.
+ */
+async function bridge(socketPath: string, port: number): Promise<{ close(): Promise<void> }> {
+  const open = new Set<Socket>()
   const server = createServer((inbound) => {
     const outbound = connect(port, '127.0.0.1')
+    open.add(inbound)
+    inbound.once('close', () => open.delete(inbound))
     inbound.on('error', () => outbound.destroy())
     outbound.on('error', () => inbound.destroy())
+    inbound.on('close', () => outbound.destroy())
     inbound.pipe(outbound)
     outbound.pipe(inbound)
   })
@@ -367,7 +376,13 @@ async function bridge(socketPath: string, port: number): Promise<Server> {
   })
   // the agent runs as another uid: it must be able to connect (the directory is reachable only inside its sandbox)
   chmodSync(socketPath, 0o666)
-  return server
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        for (const socket of open) socket.destroy()
+      }),
+  }
 }
 
 /** The cgroup v1 directories of this process that the worker may create children in. */

@@ -88,7 +88,7 @@ describe('subprocess adapter', () => {
 
   it('closes the LLM gateway to an agent that floods it with refused calls, and says so in the trace', async () => {
     // a deadline far past what 101 calls take on a loaded machine: the gateway, not the clock, must end the flood
-    const { suite, task } = toolSuite({ outcome_graders: [{ type: 'contains', expected: 'x' }], budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 100_000 } })
+    const { suite, task } = toolSuite({ outcome_graders: [{ type: 'contains', expected: 'x' }], budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 60_000 } })
     const { result, trace } = await runAttempt({
       suite,
       task,

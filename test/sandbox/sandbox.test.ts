@@ -6,6 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { getPriority, tmpdir } from 'node:os'
+import { connect as netConnect, createServer as createNetServer, type Socket as NetSocket } from 'node:net'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it, onTestFinished } from 'vitest'
@@ -208,6 +209,28 @@ describe('sandbox on this machine', () => {
     // the control: a program the worker starts outside the sandbox runs at the worker's own niceness
     const bare = spawnSync(process.execPath, ['-e', "process.stdout.write(String(require('os').getPriority()))"], { encoding: 'utf8' })
     expect(Number(bare.stdout)).toBe(getPriority())
+  })
+
+  it('closes with a connection to a bridged port still open (its endpoint never answered)', async () => {
+    // an endpoint that accepts and never answers nor closes, as a gateway that shut an agent out may leave one
+    const held: NetSocket[] = []
+    const endpoint = createNetServer((socket) => void held.push(socket))
+    await new Promise<void>((resolve) => endpoint.listen(0, '127.0.0.1', () => resolve()))
+    const port = (endpoint.address() as { port: number }).port
+    const sandbox = await openSandbox({ command: ['/bin/true'], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse({}), protectedPaths: [], ports: [port] })
+    // what the forwarder inside does: a connection to the bridge's socket, left open
+    const client = netConnect(join(sandbox.spawnCwd, 'sock', `${port}.sock`))
+    await new Promise<void>((resolve, reject) => client.once('connect', resolve).once('error', reject))
+    client.on('error', () => undefined)
+    await until(() => held.length === 1, 10_000)
+    try {
+      const closed = await Promise.race([sandbox.close().then(() => 'closed'), sleep(5_000).then(() => 'still open after 5 s')])
+      expect(closed).toBe('closed')
+    } finally {
+      client.destroy()
+      for (const socket of held) socket.destroy()
+      await new Promise<void>((resolve) => endpoint.close(() => resolve()))
+    }
   })
 
   it('takes the agent and everything it started down when the worker is SIGKILLed', async () => {
