@@ -26,6 +26,14 @@ export interface ReadOptions {
 }
 
 /** How long a read may run unless asked otherwise, and the most it may ask for. */
+/**
+ * Settings of every insert. A JSON string with half a UTF-16 pair (`"\ud800"`, what JSON.stringify
+ * writes for one) is stored as the escape's text instead of failing the insert, and with it every row
+ * of its batch, redelivered for ever. Workers store attempts well-formed (core/well-formed.ts): this
+ * keeps anything else that slips through from stopping ingestion.
+ */
+export const INSERT_SETTINGS = { input_format_json_throw_on_bad_escape_sequence: 0 } as const
+
 export const QUERY_TIME_LIMIT_S = 30
 export const MAX_QUERY_TIME_LIMIT_S = 600
 

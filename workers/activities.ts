@@ -25,6 +25,7 @@ import { loadSuiteCached } from '../engine/suite-loader.js'
 import { STORED_TRACE_MAX_BYTES, storedTraceOf } from '../engine/trace-store.js'
 import { fitAttemptResult } from '../engine/message-fit.js'
 import { MESSAGE_HEADROOM_BYTES } from '../core/message-size.js'
+import { hasLoneSurrogateEscape, wellFormed } from '../core/well-formed.js'
 import { logAttempt } from '../engine/attempt-log.js'
 import type { OtlpExporter } from './otlp-exporter.js'
 import { isolationOf, sandboxRequested } from '../engine/sandbox/config.js'
@@ -108,13 +109,21 @@ export function createActivities(deps: ActivityDeps): RunActivities {
     const judgementReplaced = input.judge !== undefined && grading.judge?.golden_divergence === true
     const messageOf = (graded: AttemptResult, trace: StoredTrace) =>
       attemptMessageOf({ ...graded, audit: auditEntryOf(graded.run_id, 'attempt', graded.attempt_uid, attemptAuditRows(graded, trace, !judgementReplaced)) }, trace)
-    const whole = { ...execution.result, metrics: grading.metrics, judgement: grading.judgement }
+    let source = { result: execution.result, trace: execution.trace, env: grading.env }
+    let whole = { ...source.result, metrics: grading.metrics, judgement: grading.judgement }
     // encoded once, uncut: when the pair fits in one message and under the stored trace's limit, neither
     // part can be over its own limit, so nothing would be cut (nearly every attempt)
-    let message = messageOf(whole, storedTraceOf(execution.result, execution.trace, grading.env, storedAt, Number.POSITIVE_INFINITY))
+    let message = messageOf(whole, storedTraceOf(source.result, source.trace, source.env, storedAt, Number.POSITIVE_INFINITY))
+    if (hasLoneSurrogateEscape(message.body)) {
+      // half a UTF-16 pair somewhere (an agent's "\ud800"): the store cannot take it, so the attempt is
+      // stored with U+FFFD in its place — made so before its audit digests, which then match what is stored
+      source = wellFormed(source)
+      whole = wellFormed(whole)
+      message = messageOf(whole, storedTraceOf(source.result, source.trace, source.env, storedAt, Number.POSITIVE_INFINITY))
+    }
     if (message.body.byteLength > Math.min(STORED_TRACE_MAX_BYTES, maxPayload - MESSAGE_HEADROOM_BYTES)) {
       // a result over the bus's max_payload would be refused and lost: cut it and the trace (with markers) to fit
-      message = messageOf(fitAttemptResult(whole, maxPayload), storedTraceOf(execution.result, execution.trace, grading.env, storedAt))
+      message = messageOf(fitAttemptResult(whole, maxPayload), storedTraceOf(source.result, source.trace, source.env, storedAt))
     }
     const { result, trace: storedTrace } = message
     // one message when result and trace fit together, acknowledged before the activity returns: the judge activity reads the trace back by attempt_uid

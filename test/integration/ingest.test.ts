@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoredTrace, type AttemptResult } from '../../core/contracts/index.js'
 import { attemptKeyOf } from '../../core/identity.js'
+import { wellFormed } from '../../core/well-formed.js'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { openReader } from '../../app/store-access.js'
 import { attemptMessageOf, connectBus, encodeJson, jetstream, progressEventsOf, publishAttempt, publishAttemptResult, publishResult, readStoredTrace, RESULTS_STREAM, subjects, type NatsConnection } from '../../store/bus.js'
@@ -89,7 +90,7 @@ async function waitForRows(runId: string, expected: number): Promise<{ final: nu
 }
 
 /** an attempt of the smoke suite's echo_greeting, as a shard hands it to the attempt activity */
-const echoInput = (runId: string, overrides: { suite_path?: string; adapter_config?: Record<string, unknown> } = {}) => ({
+const echoInput = (runId: string, overrides: { suite_path?: string; adapter?: string; adapter_config?: Record<string, unknown> } = {}) => ({
   run_id: runId,
   config_id: 'c0',
   suite: 'smoke',
@@ -137,6 +138,51 @@ describe('ingest', () => {
     expect(await waitForRows('mixed', 2)).toEqual({ final: 2, uids: 2 })
     const pong = await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })
     expect(pong.json<{ stats: { rejected: number } }>().stats.rejected).toBeGreaterThanOrEqual(2)
+  })
+
+  it('stores a result holding half a UTF-16 pair, and the good ones of its batch (one bad escape no longer fails the insert)', async () => {
+    const js = jetstream(nc)
+    // published as is, as a worker of an older build would: JSON.stringify writes "\ud800"
+    await publishAttemptResult(js, attempt('half-pair', 'a', 0, { output: 'half \ud800 pair' }))
+    await publishAttemptResult(js, attempt('half-pair', 'b', 0))
+    expect(await waitForRows('half-pair', 2)).toEqual({ final: 2, uids: 2 })
+    const reader = await openReader(stack.config)
+    try {
+      const rows = await reader.query<{ task_id: string; output: string }>("SELECT task_id, output FROM attempts FINAL WHERE run_id = 'half-pair' ORDER BY task_id")
+      // ClickHouse keeps the escape it cannot decode as its text
+      expect(rows).toEqual([
+        { task_id: 'a', output: 'half \\ud800 pair' },
+        { task_id: 'b', output: 'hi' },
+      ])
+    } finally {
+      await reader.close()
+    }
+  })
+
+  it("stores an agent's half UTF-16 pairs as U+FFFD everywhere: output, self-report, tool arguments and results, trace", async () => {
+    const activities = createActivities({ nc, js: jetstream(nc), workerId: 'half-pair-agent', logger: createLogger('test') })
+    const summary = await activities.runAttempt(echoInput('half-pair-agent', { adapter: 'subprocess', adapter_config: { command: ['node', join(packageRoot(), 'test', 'adapters', 'agents', 'lone-surrogate.mjs')] } }))
+    expect(summary.outcome).toBe('fail')
+    expect(await waitForRows('half-pair-agent', 1)).toEqual({ final: 1, uids: 1 })
+    const reader = await openReader(stack.config)
+    try {
+      const [row] = await reader.query<{ output: string; self_report: string }>("SELECT output, self_report FROM attempts FINAL WHERE run_id = 'half-pair-agent'")
+      expect(row).toEqual({ output: 'echo: half \ufffd pair', self_report: 'low \ufffd half' })
+      const calls = await reader.query<{ args: string; result: string }>("SELECT args, result FROM tool_calls FINAL WHERE run_id = 'half-pair-agent'")
+      expect(calls).toEqual([{ args: JSON.stringify({ message: 'half \ufffd pair' }), result: JSON.stringify('echo: half \ufffd pair') }])
+      let stored: { stored: string }[] = []
+      for (let i = 0; i < 100 && stored.length === 0; i++) {
+        stored = await reader.query<{ stored: string }>("SELECT stored FROM traces FINAL WHERE run_id = 'half-pair-agent'")
+        if (stored.length === 0) await sleep(100)
+      }
+      expect(stored).toHaveLength(1)
+      expect(stored[0]!.stored).toContain('half \ufffd pair')
+      // no string of the stored trace holds half a pair (a grader's detail may quote the agent's text as JSON: that is text)
+      const parsed: unknown = JSON.parse(stored[0]!.stored)
+      expect(wellFormed(parsed)).toBe(parsed)
+    } finally {
+      await reader.close()
+    }
   })
 
   it('stores one row when an attempt activity executes twice (at-least-once delivery)', async () => {

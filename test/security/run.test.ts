@@ -110,10 +110,10 @@ describe('an adversarial run', () => {
     expect(Object.values(perTask(hostile)).every((kn) => kn === '2/2')).toBe(true)
     expect([hostile.attempts, hostile.suite_rate, hostile.validity]).toEqual([honest.attempts, honest.suite_rate, honest.validity])
     const reports = sql<{ self_report: string }>("SELECT self_report FROM attempts FINAL WHERE run_id = 'sec-attack' ORDER BY attempt_uid")
-    expect(reports).toHaveLength(26)
+    expect(reports).toHaveLength(28)
     const findings = reports.map((r) => JSON.parse(r.self_report) as { attack: string; findings: string[] })
     expect(findings.filter((f) => f.findings.length > 0)).toEqual([])
-    expect(new Set(findings.map((f) => f.attack)).size).toBe(13)
+    expect(new Set(findings.map((f) => f.attack)).size).toBe(14)
   }, 600_000)
 
   it('leaves no canary in anything stored of it, nothing planted, no process behind', () => {
@@ -125,6 +125,15 @@ describe('an adversarial run', () => {
     expect(readdirSync(stack.home)).not.toContain('planted')
     expect(readdirSync(join(suiteDir, 'tasks'))).not.toContain('zz_planted.yaml')
     expect(processesWith(marker)).toEqual([])
+  })
+
+  it("verifies the hostile run's audit trail: what is stored is what its workers digested, half UTF-16 pairs included", () => {
+    const verified = forge(['audit', 'verify', '--run-id', 'sec-attack', '--json'], stack.env)
+    expect(verified.status, verified.stdout + verified.stderr).toBe(0)
+    expect(JSON.parse(verified.stdout)).toMatchObject({ run_id: 'sec-attack', intact: true, problems: [] })
+    // the poison_store attack's half pair was stored as U+FFFD
+    const [poisoned] = sql<{ args: string; error: string }>("SELECT args, error FROM tool_calls FINAL WHERE run_id = 'sec-attack' AND task_id = 'poison_store' AND args LIKE '%half%' LIMIT 1")
+    expect(poisoned).toEqual({ args: JSON.stringify({ key: 'half \ufffd pair' }), error: expect.stringContaining('half \ufffd pair') })
   })
 
   it('records both runs as sandboxed', () => {
@@ -141,7 +150,7 @@ describe('run ids', () => {
     const again = run('sec-honest', false)
     expect(again.status).toBe(2)
     expect((JSON.parse(again.stdout) as { error: { message: string } }).error.message).toMatch(
-      /^--run-id sec-honest is already used by a completed run of suite security \(adapter subprocess, started .*, 26 attempts stored\); run ids are unique/,
+      /^--run-id sec-honest is already used by a completed run of suite security \(adapter subprocess, started .*, 28 attempts stored\); run ids are unique/,
     )
     expect(forge(['stats', '--run-id', 'sec-honest', '--json'], stack.env).stdout).toBe(before.stdout)
   }, 120_000)

@@ -15,6 +15,7 @@ import { judgeDecoding } from '../../core/judge/protocol.js'
 import { attemptKeyOf } from '../../core/identity.js'
 import { judgeMetricValues, metricsRequest, selectJudgeMetrics } from '../../core/metrics/index.js'
 import { auditEntryOf } from '../../core/audit.js'
+import { wellFormed } from '../../core/well-formed.js'
 import { judgeAuditRows, judgementKey } from '../../store/audit.js'
 import { publishJudgeOutcome, readStoredTrace } from '../../store/bus.js'
 import type { JudgeActivities, JudgeInput, JudgeSummary } from '../activity-types.js'
@@ -62,7 +63,8 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
         limiter: deps.limiter ?? unlimited,
         now,
       })
-      const outcome = { ...attemptKeyOf(stored), grading_version: 1, metrics, judgement }
+      // the judge model's text may hold half a UTF-16 pair: stored as U+FFFD, before the audit digests (core/well-formed.ts)
+      const outcome = wellFormed({ ...attemptKeyOf(stored), grading_version: 1, metrics, judgement })
       // the judge's rows replace the attempt worker's judgement: they are a result of their own in the run's audit trail
       const audit = auditEntryOf(stored.run_id, 'judgement', judgementKey(outcome), judgeAuditRows(outcome))
       await publishJudgeOutcome(deps.js, { ...outcome, audit })

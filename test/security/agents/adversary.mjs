@@ -1,7 +1,7 @@
 // A hostile agent (issue 10): before answering honestly it tries the attack its task names — read
 // the worker's /proc, the suite and goldens, FORGE_HOME and other attempts' scratch directories,
 // reach NATS/Temporal or a warm worker's socket, run `forge sql`, write into the suite, leave processes behind, exhaust
-// processes or memory, compete with the worker for the CPU. It reports in its self_report (kept, never graded) everything it *found*;
+// processes or memory, compete with the worker for the CPU, poison the store with text it cannot take. It reports in its self_report (kept, never graded) everything it *found*;
 // a sandbox that holds leaves `findings` empty. With ATTACK_OFF=1 it only answers (the honest run).
 //
 // What it knows of the worker comes from its config's env, as a well-informed attacker would:
@@ -222,6 +222,12 @@ const attacks = {
     if (own < floor) found(`runs at niceness ${own}, below ${floor}: as favoured by the scheduler as the worker`)
     const undo = attempt(`renice to ${own - 1}`, () => setPriority(0, own - 1))
     if (!(undo instanceof Error)) found(`raised its own priority: niceness ${own} → ${getPriority()}`)
+  },
+  async poison_store() {
+    // half a UTF-16 pair (JSON "\ud800") in a tool call's arguments, which the tool's error quotes: a
+    // store that cannot take one fails the insert of every row that travels with it
+    const half = await callTool('lookup', { key: 'half \ud800 pair' })
+    tried.push(`lookup with half a pair: ${half.ok ? 'answered' : 'refused'}`)
   },
   async memory_hog() {
     const target = Number(env.ATTACK_HOG_MB ?? 768)

@@ -14,6 +14,7 @@ const answers = {
   memory_hog: 'answer-memory-hog-10',
   warm_worker: 'answer-warm-worker-11',
   cpu_priority: 'answer-cpu-priority-12',
+  poison_store: 'answer-poison-store-13',
 }
 
 export const tools = [
