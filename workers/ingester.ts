@@ -10,7 +10,7 @@ import { AttemptMessage, AttemptRegrade, AttemptResult, AuditRecord, BaselineRec
 import { insertAuditRecords } from '../store/audit.js'
 import { queryRows } from '../store/clickhouse.js'
 import { respondInParts } from '../store/bus-reader.js'
-import { QueryRefusedError } from '../store/errors.js'
+import { QueryRefusedError, refusedAsData } from '../store/errors.js'
 import { SIGNATURE_HEADER, verifyMessage } from '../store/bus-auth.js'
 import { AUDIT_KEY_ID, encodeJson, INGESTER_CONSUMER, RESULTS_STREAM, subjects, type StoreQueryReply, type StoreQueryRequest } from '../store/bus.js'
 import { insertAttempts, insertBaselines, insertRuns } from '../store/repositories.js'
@@ -62,7 +62,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   const consume = () => consumer.consume({ max_messages: Math.max(batchSize * 2, 1000), expires: 5_000 })
   let messages = await consume()
   let stopping = false
-  const grading = createGradingLane(store, logger, batchSize, opts.gradingFlushMs ?? GRADING_WINDOW_MS)
+  const grading = createGradingLane(store, logger, batchSize, opts.gradingFlushMs ?? GRADING_WINDOW_MS, (msg, problem) => rejectMessage(msg, problem, { logger, stats }))
   const rounds = createInsertRounds(batchSize, opts.flushIntervalMs ?? INSERT_WINDOW_MS, grading, (batch) => ingestBatch(batch, { store, logger, stats, grading, resultsKey: opts.resultsKey }))
   // the end of a run, a seal: whoever is about to wait for the store says so (store/bus.ts requestIngesterFlush)
   const flushSub = nc.subscribe(subjects.ingesterFlush, { callback: (error) => void (error ? undefined : rounds.urgent()) })
@@ -239,65 +239,107 @@ export function createInsertRounds(
   }
 }
 
+/** The grading rows of lane messages, table by table. */
+interface LaneRows {
+  attempts: AttemptResult[]
+  traces: Map<string, StoredTrace>
+  judged: JudgeOutcome[]
+  regrades: AttemptRegrade[]
+  resolutions: ReviewResolution[]
+  audits: AuditRecord[]
+}
+
+const noRows = (): LaneRows => ({ attempts: [], traces: new Map(), judged: [], regrades: [], resolutions: [], audits: [] })
+
+/** A message acked with the grading lane, and how it adds its rows to a lane's. */
+interface GradedMessage {
+  msg: JsMsg
+  add(rows: LaneRows): void
+}
+
 /**
  * Grading rows (metrics, judgements, traces, regrades, review resolutions) go into wide tables, and
  * a chDB insert costs ~7–12 ms whatever its size: they are inserted once their oldest has waited
  * `flushMs` (or once `batchSize` messages wait), after the round's attempt rows, so an attempt row
- * never waits for them. Their messages are acked once they are in.
+ * never waits for them. Their messages are acked once they are in. When the store refuses a value of
+ * one of them (refusedAsData), they go in message by message and only that one is rejected.
  */
 interface GradingLane {
   /** messages whose grading rows `add` puts in the lane; acked when the lane is inserted */
-  accept(graded: readonly { msg: JsMsg; add(): void }[], now: number): void
+  accept(graded: readonly GradedMessage[], now: number): void
   due(stopping: boolean): boolean
   ingest(): Promise<void>
   /** calls `flush` when the lane becomes due (once at a time) */
   schedule(flush: () => Promise<void>): void
   cancelSchedule(): void
-  rows: { attempts: AttemptResult[]; traces: Map<string, StoredTrace>; judged: JudgeOutcome[]; regrades: AttemptRegrade[]; resolutions: ReviewResolution[]; audits: AuditRecord[] }
 }
 
-function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: number, flushMs: number): GradingLane {
-  const lane = { attempts: [] as AttemptResult[], traces: new Map<string, StoredTrace>(), judged: [] as JudgeOutcome[], regrades: [] as AttemptRegrade[], resolutions: [] as ReviewResolution[], audits: [] as AuditRecord[], msgs: [] as JsMsg[], since: 0 }
+function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: number, flushMs: number, reject: (msg: JsMsg, problem: string) => void): GradingLane {
+  let waiting: GradedMessage[] = []
+  let rows = noRows()
+  let since = 0
   let timer: NodeJS.Timeout | undefined
+  const insertRows = async (taken: LaneRows): Promise<void> => {
+    const now = Date.now()
+    await insertAttemptGrading(store, taken.attempts, now)
+    await insertStoredTraces(store, [...taken.traces.values()], now)
+    await insertJudgeOutcomes(store, taken.judged, now)
+    await insertRegrades(store, taken.regrades, now)
+    await insertResolutions(store, taken.resolutions)
+    await insertAuditRecords(store, taken.audits, now)
+  }
   return {
-    rows: lane,
     accept(graded, now) {
-      if (graded.length > 0 && lane.msgs.length === 0) lane.since = now
+      if (graded.length > 0 && waiting.length === 0) since = now
       for (const g of graded) {
-        g.add()
-        lane.msgs.push(g.msg)
+        g.add(rows)
+        waiting.push(g)
       }
     },
-    due: (stopping) => lane.msgs.length > 0 && (stopping || lane.msgs.length >= batchSize || Date.now() - lane.since >= flushMs),
+    due: (stopping) => waiting.length > 0 && (stopping || waiting.length >= batchSize || Date.now() - since >= flushMs),
     async ingest() {
-      const taken = { ...lane, traces: [...lane.traces.values()] }
-      Object.assign(lane, { attempts: [], traces: new Map(), judged: [], regrades: [], resolutions: [], audits: [], msgs: [], since: 0 })
+      const taken = { entries: waiting, rows }
+      waiting = []
+      rows = noRows()
+      since = 0
       try {
-        const now = Date.now()
-        await insertAttemptGrading(store, taken.attempts, now)
-        await insertStoredTraces(store, taken.traces, now)
-        await insertJudgeOutcomes(store, taken.judged, now)
-        await insertRegrades(store, taken.regrades, now)
-        await insertResolutions(store, taken.resolutions)
-        await insertAuditRecords(store, taken.audits, now)
+        await insertRows(taken.rows)
       } catch (error) {
-        for (const [run, rows] of gradingRowsByRun(taken)) logger.error({ ...runFields(run, 'store'), err: error, rows, messages: taken.msgs.length }, 'grading insert failed; messages will be redelivered')
-        for (const msg of taken.msgs) msg.nak(1000)
+        if (refusedAsData(error) && taken.entries.length > 0) {
+          // the store refused a value of one of them: each message on its own, so only that one is rejected
+          for (const entry of taken.entries) {
+            const own = noRows()
+            entry.add(own)
+            try {
+              await insertRows(own)
+              entry.msg.ack()
+            } catch (alone) {
+              if (refusedAsData(alone)) reject(entry.msg, `the store refused its grading rows: ${firstLineOf(alone)}`)
+              else {
+                logger.error({ ...processFields('store'), err: alone, seq: entry.msg.seq }, 'grading insert failed; the message will be redelivered')
+                entry.msg.nak(1000)
+              }
+            }
+          }
+          return
+        }
+        for (const [run, counts] of gradingRowsByRun(taken.rows)) logger.error({ ...runFields(run, 'store'), err: error, rows: counts, messages: taken.entries.length }, 'grading insert failed; messages will be redelivered')
+        for (const entry of taken.entries) entry.msg.nak(1000)
         return
       }
-      for (const msg of taken.msgs) msg.ack()
+      for (const entry of taken.entries) entry.msg.ack()
       if (logger.isLevelEnabled('debug')) {
-        for (const [run, rows] of gradingRowsByRun(taken)) logger.debug({ ...runFields(run, 'store'), rows, messages: taken.msgs.length }, 'grading rows ingested')
+        for (const [run, counts] of gradingRowsByRun(taken.rows)) logger.debug({ ...runFields(run, 'store'), rows: counts, messages: taken.entries.length }, 'grading rows ingested')
       }
     },
     schedule(flush) {
-      if (lane.msgs.length === 0 || timer !== undefined) return
+      if (waiting.length === 0 || timer !== undefined) return
       timer = setTimeout(
         () => {
           timer = undefined
           void flush()
         },
-        Math.max(0, flushMs - (Date.now() - lane.since)),
+        Math.max(0, flushMs - (Date.now() - since)),
       )
     },
     cancelSchedule() {
@@ -307,11 +349,11 @@ function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: n
 }
 
 /** Grading rows of one lane insert, counted per run and table (audit records by the runs of their entries). */
-function gradingRowsByRun(taken: { attempts: AttemptResult[]; traces: StoredTrace[]; judged: JudgeOutcome[]; regrades: AttemptRegrade[]; resolutions: ReviewResolution[]; audits: AuditRecord[] }): Map<string | null, Record<string, number>> {
+function gradingRowsByRun(taken: LaneRows): Map<string | null, Record<string, number>> {
   const byRun = new Map<string | null, Record<string, number>>()
   const tables: [string, Iterable<{ run_id?: string }>][] = [
     ['attempt_grading', taken.attempts],
-    ['traces', taken.traces],
+    ['traces', taken.traces.values()],
     ['judge_outcomes', taken.judged],
     ['regrades', taken.regrades],
     ['review_resolutions', taken.resolutions],
@@ -331,27 +373,45 @@ interface BatchDeps {
   resultsKey: string | undefined
 }
 
+/** Terminates a message that can never be stored (malformed, forged, or refused by the store), saying why. */
+function rejectMessage(msg: JsMsg, problem: string, deps: Pick<BatchDeps, 'logger' | 'stats'>): void {
+  deps.stats.rejected++
+  deps.logger.error({ ...rejectedMessageFields(msg.subject, msg.data, [subjects.tracePrefix, subjects.attemptPrefix]), seq: msg.seq, problem }, 'rejected a malformed result message')
+  msg.term(problem)
+}
+
+function firstLineOf(error: unknown): string {
+  return ((error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '').slice(0, 300)
+}
+
 /**
  * Inserts a batch's attempts, runs, baselines and sweeps and acks their messages; malformed messages are
  * terminated, never retried. Messages that also carry grading rows go to the grading lane once the
- * attempt row is in. A failed insert naks every message for redelivery.
+ * attempt row is in. When the store refuses a value (refusedAsData) the messages go in one by one and
+ * only the one it refuses is rejected; any other failed insert naks every message for redelivery.
  */
 async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
   const { store, logger, stats, grading } = deps
   const now = Date.now()
-  const sorted = sortBatch(batch, grading, deps.resultsKey, (msg, problem) => {
-    stats.rejected++
-    logger.error({ ...rejectedMessageFields(msg.subject, msg.data, [subjects.tracePrefix, subjects.attemptPrefix]), seq: msg.seq, problem }, 'rejected a malformed result message')
-    msg.term(problem)
-  })
+  const sorted = sortBatch(batch, deps.resultsKey, (msg, problem) => rejectMessage(msg, problem, deps))
   try {
     await insertAttempts(store, [...sorted.attempts.values()], now)
     await insertRuns(store, sorted.runs)
     await insertBaselines(store, sorted.baselines)
     await insertSweeps(store, sorted.sweeps, now)
   } catch (error) {
-    for (const [run, rows] of batchRowsByRun(sorted)) logger.error({ ...runFields(run, 'store'), err: error, rows, messages: sorted.primary.length + sorted.graded.length }, 'insert failed; messages will be redelivered')
-    for (const msg of [...sorted.primary, ...sorted.graded.map((g) => g.msg)]) msg.nak(1000)
+    const held = [...sorted.primary, ...sorted.graded.map((g) => g.msg)]
+    if (refusedAsData(error)) {
+      // the store refused a value of some message: insert them one by one, so only that one is rejected
+      if (held.length > 1) {
+        for (const msg of held) await ingestBatch([msg], deps)
+      } else {
+        for (const msg of held) rejectMessage(msg, `the store refused its rows: ${firstLineOf(error)}`, deps)
+      }
+      return
+    }
+    for (const [run, rows] of batchRowsByRun(sorted)) logger.error({ ...runFields(run, 'store'), err: error, rows, messages: held.length }, 'insert failed; messages will be redelivered')
+    for (const msg of held) msg.nak(1000)
     return
   }
   for (const msg of sorted.primary) msg.ack()
@@ -383,14 +443,13 @@ function batchRowsByRun(sorted: { attempts: Map<string, AttemptResult>; runs: Ru
 }
 
 /** A batch by what it carries: rows inserted now (acked with them), and messages acked with the grading lane. */
-function sortBatch(batch: JsMsg[], grading: GradingLane, resultsKey: string | undefined, reject: (msg: JsMsg, problem: string) => void) {
+function sortBatch(batch: JsMsg[], resultsKey: string | undefined, reject: (msg: JsMsg, problem: string) => void) {
   const attempts = new Map<string, AttemptResult>()
   const runs: RunRecord[] = []
   const baselines: BaselineRecord[] = []
   const sweeps: SweepRecord[] = []
   const primary: JsMsg[] = []
-  const graded: { msg: JsMsg; add(): void }[] = []
-  const rows = grading.rows
+  const graded: GradedMessage[] = []
   for (const msg of batch) {
     const parsed = authenticated(parseMessage(msg), msg, resultsKey)
     if (!parsed.ok) {
@@ -405,7 +464,7 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, resultsKey: string | un
       if (withGrading || trace !== undefined) {
         graded.push({
           msg,
-          add: () => {
+          add: (rows) => {
             if (withGrading) rows.attempts.push(attempt)
             if (trace !== undefined) rows.traces.set(trace.attempt_uid, trace)
           },
@@ -424,7 +483,7 @@ function sortBatch(batch: JsMsg[], grading: GradingLane, resultsKey: string | un
       const value = parsed
       graded.push({
         msg,
-        add: () => {
+        add: (rows) => {
           if (value.kind === 'trace') rows.traces.set(value.value.attempt_uid, value.value)
           else if (value.kind === 'judge') rows.judged.push(value.value)
           else if (value.kind === 'regrade') rows.regrades.push(value.value)

@@ -159,6 +159,50 @@ describe('ingest', () => {
     }
   })
 
+  it('rejects the one message whose value the store refuses, and stores the rest of its batch', async () => {
+    const js = jetstream(nc)
+    const rejectedBefore = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    // a valid result whose start lies in the year 10000, which no DateTime64 column takes
+    await publishAttemptResult(js, attempt('refused-value', 'a', 0, { started_at: 253_402_300_800_000 }))
+    await publishAttemptResult(js, attempt('refused-value', 'b', 0))
+    await publishAttemptResult(js, attempt('refused-value', 'c', 0))
+    expect(await waitForRows('refused-value', 2)).toEqual({ final: 2, uids: 2 })
+    const reader = await openReader(stack.config)
+    try {
+      expect(await reader.query("SELECT task_id FROM attempts FINAL WHERE run_id = 'refused-value' ORDER BY task_id")).toEqual([{ task_id: 'b' }, { task_id: 'c' }])
+    } finally {
+      await reader.close()
+    }
+    const rejected = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    expect(rejected - rejectedBefore).toBe(1)
+  })
+
+  it('rejects the one grading message whose value the store refuses, and stores the rest of its round', async () => {
+    const activities = createActivities({ nc, js: jetstream(nc), workerId: 'template', logger: createLogger('test') })
+    await activities.runAttempt(echoInput('refused-grading-template'))
+    const template = StoredTrace.parse(await readStoredTrace(nc, 'refused-grading-template/c0/echo_greeting/0'))
+    const rejectedBefore = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    const js = jetstream(nc)
+    const [a, b] = [attempt('refused-grading', 'a', 0), attempt('refused-grading', 'b', 0)]
+    // a's trace was stored "in the year 10000": its attempt row goes in, its trace row cannot
+    await publishAttempt(js, attemptMessageOf(a, { ...template, ...attemptKeyOf(a), stored_at: 253_402_300_800_000 }), 1_000_000)
+    await publishAttempt(js, attemptMessageOf(b, { ...template, ...attemptKeyOf(b) }), 1_000_000)
+    expect(await waitForRows('refused-grading', 2)).toEqual({ final: 2, uids: 2 })
+    const reader = await openReader(stack.config)
+    try {
+      let rows: { task_id: string }[] = []
+      for (let i = 0; i < 100 && rows.length < 1; i++) {
+        rows = await reader.query<{ task_id: string }>("SELECT task_id FROM traces FINAL WHERE run_id = 'refused-grading' ORDER BY task_id")
+        if (rows.length < 1) await sleep(100)
+      }
+      expect(rows).toEqual([{ task_id: 'b' }])
+    } finally {
+      await reader.close()
+    }
+    const rejected = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    expect(rejected - rejectedBefore).toBe(1)
+  })
+
   it("stores an agent's half UTF-16 pairs as U+FFFD everywhere: output, self-report, tool arguments and results, trace", async () => {
     const activities = createActivities({ nc, js: jetstream(nc), workerId: 'half-pair-agent', logger: createLogger('test') })
     const summary = await activities.runAttempt(echoInput('half-pair-agent', { adapter: 'subprocess', adapter_config: { command: ['node', join(packageRoot(), 'test', 'adapters', 'agents', 'lone-surrogate.mjs')] } }))

@@ -8,7 +8,7 @@ import { FixtureSeedError } from '../../engine/env/errors.js'
 import { JudgeConfigError } from '../../engine/judge/errors.js'
 import { LlmConfigError, PriceTableError } from '../../engine/llm/errors.js'
 import { MissingBinaryError, StackStartError, ConfigError as StackConfigError } from '../../stack/errors.js'
-import { BusError, StoreError, StoreLockedError } from '../../store/errors.js'
+import { BusError, refusedAsData, StoreError, StoreLockedError } from '../../store/errors.js'
 import { RunDegradedError, RunFailedError, RunIncompleteError } from '../../app/run.js'
 import { EXIT, ForgeCommand } from '../../cli/base.js'
 
@@ -103,5 +103,19 @@ describe('ForgeCommand', () => {
     }
     vi.spyOn(console, 'error').mockImplementation(() => undefined)
     await expect(Throws.run([], root)).rejects.toThrow(TypeError)
+  })
+})
+
+describe('refusedAsData', () => {
+  it("tells a value ClickHouse cannot take from a store that failed, by the error's code or its message", () => {
+    expect(refusedAsData(Object.assign(new Error('Cannot read DateTime'), { code: '41', type: 'CANNOT_PARSE_DATETIME' }))).toBe(true)
+    expect(refusedAsData(new Error('Code: 25. DB::Exception: Cannot parse escape sequence: missing second part of surrogate pair.'))).toBe(true)
+    expect(refusedAsData(new Error('Code: 27. DB::Exception: Cannot parse input: expected \',\' before: \'e+30\''))).toBe(true)
+    // the store's own trouble: retried, never rejected
+    expect(refusedAsData(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' }))).toBe(false)
+    expect(refusedAsData(new Error('Code: 241. DB::Exception: Memory limit (total) exceeded'))).toBe(false)
+    expect(refusedAsData(new Error('Code: 252. DB::Exception: Too many parts'))).toBe(false)
+    expect(refusedAsData('Code: 41. a string, not an error')).toBe(false)
+    expect(refusedAsData(null)).toBe(false)
   })
 })
