@@ -89,6 +89,26 @@ async function waitForRows(runId: string, expected: number): Promise<{ final: nu
   return counts
 }
 
+/** How many messages the ingester has rejected since it started (its ping answer). */
+async function rejectedSoFar(): Promise<number> {
+  return (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+}
+
+/** The rows `sql` reads once there are at least `atLeast` of them (the ingester's grading lane lags its attempt rows), or after 10 s. */
+async function rowsOnceThere<T>(sql: string, atLeast: number): Promise<T[]> {
+  const reader = await openReader(stack.config)
+  try {
+    let rows = await reader.query<T>(sql)
+    for (let i = 0; i < 100 && rows.length < atLeast; i++) {
+      await sleep(100)
+      rows = await reader.query<T>(sql)
+    }
+    return rows
+  } finally {
+    await reader.close()
+  }
+}
+
 /** an attempt of the smoke suite's echo_greeting, as a shard hands it to the attempt activity */
 const echoInput = (runId: string, overrides: { suite_path?: string; adapter?: string; adapter_config?: Record<string, unknown> } = {}) => ({
   run_id: runId,
@@ -161,7 +181,7 @@ describe('ingest', () => {
 
   it('rejects the one message whose value the store refuses, and stores the rest of its batch', async () => {
     const js = jetstream(nc)
-    const rejectedBefore = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    const rejectedBefore = await rejectedSoFar()
     // a valid result whose start lies in the year 10000, which no DateTime64 column takes
     await publishAttemptResult(js, attempt('refused-value', 'a', 0, { started_at: 253_402_300_800_000 }))
     await publishAttemptResult(js, attempt('refused-value', 'b', 0))
@@ -173,7 +193,7 @@ describe('ingest', () => {
     } finally {
       await reader.close()
     }
-    const rejected = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    const rejected = await rejectedSoFar()
     expect(rejected - rejectedBefore).toBe(1)
   })
 
@@ -181,25 +201,15 @@ describe('ingest', () => {
     const activities = createActivities({ nc, js: jetstream(nc), workerId: 'template', logger: createLogger('test') })
     await activities.runAttempt(echoInput('refused-grading-template'))
     const template = StoredTrace.parse(await readStoredTrace(nc, 'refused-grading-template/c0/echo_greeting/0'))
-    const rejectedBefore = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    const rejectedBefore = await rejectedSoFar()
     const js = jetstream(nc)
     const [a, b] = [attempt('refused-grading', 'a', 0), attempt('refused-grading', 'b', 0)]
     // a's trace was stored "in the year 10000": its attempt row goes in, its trace row cannot
     await publishAttempt(js, attemptMessageOf(a, { ...template, ...attemptKeyOf(a), stored_at: 253_402_300_800_000 }), 1_000_000)
     await publishAttempt(js, attemptMessageOf(b, { ...template, ...attemptKeyOf(b) }), 1_000_000)
     expect(await waitForRows('refused-grading', 2)).toEqual({ final: 2, uids: 2 })
-    const reader = await openReader(stack.config)
-    try {
-      let rows: { task_id: string }[] = []
-      for (let i = 0; i < 100 && rows.length < 1; i++) {
-        rows = await reader.query<{ task_id: string }>("SELECT task_id FROM traces FINAL WHERE run_id = 'refused-grading' ORDER BY task_id")
-        if (rows.length < 1) await sleep(100)
-      }
-      expect(rows).toEqual([{ task_id: 'b' }])
-    } finally {
-      await reader.close()
-    }
-    const rejected = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    expect(await rowsOnceThere("SELECT task_id FROM traces FINAL WHERE run_id = 'refused-grading' ORDER BY task_id", 1)).toEqual([{ task_id: 'b' }])
+    const rejected = await rejectedSoFar()
     expect(rejected - rejectedBefore).toBe(1)
   })
 
@@ -214,11 +224,7 @@ describe('ingest', () => {
       expect(row).toEqual({ output: 'echo: half \ufffd pair', self_report: 'low \ufffd half' })
       const calls = await reader.query<{ args: string; result: string }>("SELECT args, result FROM tool_calls FINAL WHERE run_id = 'half-pair-agent'")
       expect(calls).toEqual([{ args: JSON.stringify({ message: 'half \ufffd pair' }), result: JSON.stringify('echo: half \ufffd pair') }])
-      let stored: { stored: string }[] = []
-      for (let i = 0; i < 100 && stored.length === 0; i++) {
-        stored = await reader.query<{ stored: string }>("SELECT stored FROM traces FINAL WHERE run_id = 'half-pair-agent'")
-        if (stored.length === 0) await sleep(100)
-      }
+      const stored = await rowsOnceThere<{ stored: string }>("SELECT stored FROM traces FINAL WHERE run_id = 'half-pair-agent'", 1)
       expect(stored).toHaveLength(1)
       expect(stored[0]!.stored).toContain('half \ufffd pair')
       // no string of the stored trace holds half a pair (a grader's detail may quote the agent's text as JSON: that is text)
@@ -400,7 +406,7 @@ describe("an attempt's one message: its result with its trace inside (issue 15)"
     const activities = createActivities({ nc, js: jetstream(nc), workerId: 'template', logger: createLogger('test') })
     await activities.runAttempt(echoInput('mixed-msg-template'))
     const template = StoredTrace.parse(await readStoredTrace(nc, uidOf('mixed-msg-template')))
-    const rejectedBefore = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    const rejectedBefore = await rejectedSoFar()
     const js = jetstream(nc)
     const a = attempt('mixed-msg', 'a', 0)
     const b = attempt('mixed-msg', 'b', 0)
@@ -412,7 +418,7 @@ describe("an attempt's one message: its result with its trace inside (issue 15)"
     await publishAttempt(js, attemptMessageOf(good, { ...template, ...attemptKeyOf(good) }), 1_000_000)
     expect(await waitForRows('mixed-msg', 1)).toEqual({ final: 1, uids: 1 })
     expect(await waitForTraces('mixed-msg', 1)).toBe(1)
-    const rejected = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2000 })).json<{ stats: { rejected: number } }>().stats.rejected
+    const rejected = await rejectedSoFar()
     expect(rejected - rejectedBefore).toBe(2)
   })
 })
