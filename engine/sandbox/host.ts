@@ -349,6 +349,9 @@ function buildSkeleton(layout: SandboxLayout): void {
   }
 }
 
+/** How many connections an agent may hold open to one of its endpoints (tool endpoint, LLM gateway) at once; more are closed at once. */
+export const MAX_BRIDGED_CONNECTIONS = 64
+
 /**
  * A Unix socket at `socketPath` whose connections are piped to 127.0.0.1:port. `close()` ends every
  * connection still open: it is called once the agent's processes are gone, and a connection the
@@ -367,6 +370,9 @@ async function bridge(socketPath: string, port: number): Promise<{ close(): Prom
     inbound.pipe(outbound)
     outbound.pipe(inbound)
   })
+  // each bridged connection holds two of the worker's file descriptors (and the endpoint's accept a
+  // third): an agent opening thousands would run the worker out of them (EMFILE for every attempt)
+  server.maxConnections = MAX_BRIDGED_CONNECTIONS
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(socketPath, () => {

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { runAttempt } from '../../engine/attempt-runner.js'
 import { agentEnvironment, MAX_PROTOCOL_ERRORS, resolveCommand, subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { MAX_REFUSED_MODEL_CALLS } from '../../engine/llm/gateway.js'
+import { MAX_BRIDGED_CONNECTIONS } from '../../engine/sandbox/host.js'
 import { loadSuite } from '../../engine/suite-loader.js'
 import { removeTempSuites } from '../suites/temp-suite.js'
 import { agentPath, attempt, toolSuite } from './helpers.js'
@@ -111,6 +112,24 @@ describe('subprocess adapter', () => {
       message: `the LLM gateway closed after refusing ${MAX_REFUSED_MODEL_CALLS} calls of this attempt (${MAX_REFUSED_MODEL_CALLS + 1} refused in all): malformed requests or a spent token budget`,
     })
     expect([result.outcome, result.validity]).toEqual(['fail', 'valid'])
+  }, 120_000)
+
+  it('holds at most MAX_BRIDGED_CONNECTIONS of an agent\'s connections to an endpoint open, closing the rest', async () => {
+    const { suite, task } = toolSuite({ outcome_graders: [{ type: 'contains', expected: 'x' }], budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 60_000 } })
+    const { result } = await runAttempt({
+      suite,
+      task,
+      adapter: subprocessAdapter,
+      runId: 'run1',
+      configId: 'c0',
+      attempt: 0,
+      runSeed: 'seed',
+      // 1,000 connections would hold ~3,000 of the worker's file descriptors
+      adapterConfig: { command: ['node', agentPath('connection-hoard.mjs')], llm: true, env: { HOARD: '1000', LIMIT: String(MAX_BRIDGED_CONNECTIONS) } },
+      workerId: 'w-test',
+      env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-upstream' },
+    })
+    expect(result.output).toBe(`open ${MAX_BRIDGED_CONNECTIONS}`)
   }, 120_000)
 
   it('fails the attempt as a harness error when the command cannot start', async () => {
