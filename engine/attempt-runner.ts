@@ -371,7 +371,7 @@ async function captureTrace(
       ...(output?.errors ?? []),
       ...(threwUnderFault && invocation.kind === 'threw' ? [{ kind: 'agent_error', message: `adapter "${adapter.name}" threw after an injected fault: ${errorMessage(invocation.error)}` }] : []),
       ...(agent.llm?.summary.closed_early === true
-        ? [{ kind: 'gateway_closed', message: `the LLM gateway closed after refusing ${MAX_REFUSED_MODEL_CALLS} calls of this attempt (${agent.llm.summary.refused_calls} refused in all): malformed requests or a spent token budget` }]
+        ? [{ kind: 'gateway_closed', message: `the LLM gateway closed after refusing ${MAX_REFUSED_MODEL_CALLS} requests of this attempt (${agent.llm.summary.refused_calls} refused in all): malformed or unauthorized requests, other routes, or a spent token budget` }]
         : []),
     ],
     usage: { input_tokens: usage?.input_tokens ?? 0, output_tokens: usage?.output_tokens ?? 0 },

@@ -64,7 +64,7 @@ export interface LlmGatewaySummary {
   price_table_version: string
   /** true once max_tokens stopped the agent */
   budget_exhausted: boolean
-  /** calls refused as malformed or over budget; past MAX_REFUSED_MODEL_CALLS the gateway closed */
+  /** requests refused: malformed, over budget, a wrong key, another route; past MAX_REFUSED_MODEL_CALLS the gateway closed */
   refused_calls: number
   /** the gateway stopped answering this attempt's agent (MAX_REFUSED_MODEL_CALLS refused calls) */
   closed_early: boolean
@@ -101,8 +101,8 @@ export const DECODING_FIELDS = [
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024
 /**
- * How many calls the gateway refuses an attempt's agent (a malformed body, a spent token budget)
- * before it closes for the rest of the attempt. Every call costs the worker a request and leaves a
+ * How many requests the gateway refuses an attempt's agent (a malformed body, a spent token budget,
+ * a wrong key, another route) before it closes for the rest of the attempt. Every call costs the worker a request and leaves a
  * span; an agent that sent a few bad requests a millisecond kept a worker's event loop busy until its
  * deadline and its trace growing (46,000 spans, 9 MB, in 120 s).
  */
@@ -134,8 +134,15 @@ export async function startLlmGateway(opts: LlmGatewayOptions): Promise<LlmGatew
     server.closeAllConnections()
   }
   const server = createServer(
-    routeRequests(Buffer.from(token), inflight, (req, res) =>
-      handleCompletion(req, res, { meter, upstream: opts.upstream, timeoutMs: opts.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS, closing: closing.signal, faults: opts.faults, shutOut })),
+    routeRequests(
+      Buffer.from(token),
+      inflight,
+      (req, res) => handleCompletion(req, res, { meter, upstream: opts.upstream, timeoutMs: opts.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS, closing: closing.signal, faults: opts.faults, shutOut }),
+      // a wrong key or another route: no span, but it counts towards closing
+      (res) => {
+        if (meter.refuse()) res.once('close', shutOut)
+      },
+    ),
   )
   server.keepAliveTimeout = 5_000
   const port = await listenOnLoopback(server)
@@ -271,11 +278,12 @@ function createUsageMeter(opts: LlmGatewayOptions): UsageMeter {
 }
 
 /** Checks the per-attempt token on every request and serves only chat completions; the rest is refused. */
-function routeRequests(token: Buffer, inflight: Set<Promise<void>>, completion: (req: IncomingMessage, res: ServerResponse) => Promise<void>) {
+function routeRequests(token: Buffer, inflight: Set<Promise<void>>, completion: (req: IncomingMessage, res: ServerResponse) => Promise<void>, refused: (res: ServerResponse) => void) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0] ?? ''
     if (!authorized(req, token)) {
       req.resume()
+      refused(res)
       return sendError(res, 401, 'invalid API key: use the per-attempt token the harness gave you', 'invalid_request_error', 'invalid_api_key')
     }
     if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/chat/completions')) {
@@ -289,6 +297,7 @@ function routeRequests(token: Buffer, inflight: Set<Promise<void>>, completion: 
       return
     }
     req.resume()
+    refused(res)
     sendError(res, 404, `the Forge LLM gateway serves only POST /v1/chat/completions, not ${req.method ?? '?'} ${path}`, 'invalid_request_error', 'not_found')
   }
 }
@@ -368,7 +377,7 @@ function refuse(ctx: CompletionContext, res: ServerResponse, status: number, mes
   const tooMany = ctx.meter.refuse()
   // this answer still goes out; then nothing of the agent's reaches the gateway any more
   if (tooMany) res.once('close', () => ctx.shutOut())
-  sendError(res, status, tooMany ? `${message}; the gateway refused ${MAX_REFUSED_MODEL_CALLS} calls of this attempt and closes` : message, type, code)
+  sendError(res, status, tooMany ? `${message}; the gateway refused ${MAX_REFUSED_MODEL_CALLS} requests of this attempt and closes` : message, type, code)
 }
 
 /**

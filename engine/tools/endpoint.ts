@@ -3,7 +3,8 @@
  * an agent service) reaches its tools. It listens on 127.0.0.1 on a free port, accepts only the
  * attempt's bearer token (32 random bytes), and sends every call through the attempt's ToolBox,
  * which checks, budgets and records it. Requests with a wrong or missing token get 401 and never
- * reach the tool box, so they are not recorded as tool calls.
+ * reach the tool box, so they are not recorded as tool calls; after MAX_REFUSED_REQUESTS refused
+ * requests the endpoint closes for the rest of the attempt.
  *
  *   GET  {url}          → 200 {"tools": ToolSpec[]}
  *   POST {url}/<name>   JSON args → 200 {"ok":true,"result":…} | 200 {"ok":false,"error":"…"}
@@ -32,6 +33,12 @@ export interface ToolEndpointOptions {
 
 const TOOLS_PATH = '/tools'
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+/**
+ * How many refused requests (a wrong token, another route or method, a bad tool name) the endpoint
+ * answers an attempt's agent before it closes for the rest of the attempt. Tool calls are bounded by
+ * the budget; these cost the worker a request each and were bounded only by the deadline.
+ */
+export const MAX_REFUSED_REQUESTS = 100
 
 /** Starts an endpoint serving `tools` for one attempt; close it when the attempt ends. */
 export async function startToolEndpoint(tools: ToolBox, opts: ToolEndpointOptions = {}): Promise<ToolEndpoint> {
@@ -44,32 +51,39 @@ export async function startToolEndpoint(tools: ToolBox, opts: ToolEndpointOption
     return given.length === expected.length && timingSafeEqual(given, expected)
   }
 
+  let others = 0
+  /** answers a refused request; past MAX_REFUSED_REQUESTS of them the endpoint closes once this answer is out */
+  const refuse = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
+    if (++others > MAX_REFUSED_REQUESTS) res.once('close', () => void shutOut())
+    reply(res, status, body, headers)
+  }
   const server = createServer((req, res) => {
     // authentication first, for every path: an unauthenticated caller learns nothing
     if (!authorized(req)) {
       req.resume()
-      return reply(res, 401, { ok: false, error: 'missing or wrong bearer token' }, { 'www-authenticate': 'Bearer' })
+      return refuse(res, 401, { ok: false, error: 'missing or wrong bearer token' }, { 'www-authenticate': 'Bearer' })
     }
     const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname
     if (path === TOOLS_PATH || path === `${TOOLS_PATH}/`) {
       req.resume()
-      if (req.method !== 'GET') return reply(res, 405, { ok: false, error: `use GET ${TOOLS_PATH}` }, { allow: 'GET' })
+      if (req.method !== 'GET') return refuse(res, 405, { ok: false, error: `use GET ${TOOLS_PATH}` }, { allow: 'GET' })
+      // a listing is no error: an agent framework may list the tools before every step
       return reply(res, 200, { tools: tools.specs })
     }
     if (!path.startsWith(`${TOOLS_PATH}/`)) {
       req.resume()
-      return reply(res, 404, { ok: false, error: `no such route; use GET ${TOOLS_PATH} or POST ${TOOLS_PATH}/<name>` })
+      return refuse(res, 404, { ok: false, error: `no such route; use GET ${TOOLS_PATH} or POST ${TOOLS_PATH}/<name>` })
     }
     if (req.method !== 'POST') {
       req.resume()
-      return reply(res, 405, { ok: false, error: `use POST ${TOOLS_PATH}/<name>` }, { allow: 'POST' })
+      return refuse(res, 405, { ok: false, error: `use POST ${TOOLS_PATH}/<name>` }, { allow: 'POST' })
     }
     let name: string
     try {
       name = decodeURIComponent(path.slice(TOOLS_PATH.length + 1))
     } catch {
       req.resume()
-      return reply(res, 400, { ok: false, error: 'tool name is not valid percent-encoding' })
+      return refuse(res, 400, { ok: false, error: 'tool name is not valid percent-encoding' })
     }
     readBody(req, maxBodyBytes).then(
       async (body) => {
@@ -92,16 +106,17 @@ export async function startToolEndpoint(tools: ToolBox, opts: ToolEndpointOption
   })
   const { port } = server.address() as AddressInfo
   let closed: Promise<void> | undefined
+  function shutOut(): Promise<void> {
+    closed ??= new Promise<void>((resolve) => {
+      server.close(() => resolve())
+      server.closeAllConnections()
+    })
+    return closed
+  }
   return {
     url: `http://127.0.0.1:${port}${TOOLS_PATH}`,
     token,
-    close() {
-      closed ??= new Promise<void>((resolve) => {
-        server.close(() => resolve())
-        server.closeAllConnections()
-      })
-      return closed
-    },
+    close: shutOut,
   }
 }
 

@@ -1,7 +1,7 @@
 /** The per-attempt HTTP tool endpoint: token, routes, recording through the tool box. */
 import { afterEach, describe, expect, it } from 'vitest'
 import { createToolBox, type RecordingToolBox } from '../../engine/tool-proxy.js'
-import { startToolEndpoint, type ToolEndpoint } from '../../engine/tools/endpoint.js'
+import { MAX_REFUSED_REQUESTS, startToolEndpoint, type ToolEndpoint } from '../../engine/tools/endpoint.js'
 import { toolSuite } from './helpers.js'
 
 let endpoint: ToolEndpoint | undefined
@@ -92,6 +92,20 @@ describe('tool endpoint', () => {
     expect((await request(endpoint.url, { method: 'POST', token: endpoint.token, body: '{}' })).status).toBe(405)
     expect((await request(`${endpoint.url}/upper`, { token: endpoint.token })).status).toBe(405)
     expect((await request(`${endpoint.url}/upper`, { method: 'POST', token: endpoint.token, body: JSON.stringify({ value: 'x'.repeat(100) }) })).status).toBe(413)
+    expect(box.calls).toEqual([])
+  })
+
+  it(`closes for the rest of the attempt after ${MAX_REFUSED_REQUESTS} refused requests, answering the last; listings are not refused`, async () => {
+    const { endpoint, box } = await setUp()
+    // wrong tokens and unknown routes alike: none is a tool call, each costs the worker a request
+    for (let i = 0; i < MAX_REFUSED_REQUESTS; i++) {
+      const r = i % 2 === 0 ? await request(endpoint.url, { token: 'wrong' }) : await request(`${endpoint.url.replace('/tools', '')}/nope`, { token: endpoint.token })
+      expect(r.status).toBe(i % 2 === 0 ? 401 : 404)
+      // a listing between them does not count
+      expect((await request(endpoint.url, { token: endpoint.token })).status).toBe(200)
+    }
+    expect((await request(endpoint.url, { token: 'wrong' })).status).toBe(401)
+    await expect(fetch(endpoint.url, { headers: { authorization: `Bearer ${endpoint.token}` } })).rejects.toThrow()
     expect(box.calls).toEqual([])
   })
 

@@ -109,7 +109,7 @@ describe('subprocess adapter', () => {
     expect(new Set(model.map((s) => s.attributes['status']))).toEqual(new Set(['bad_request']))
     expect(trace.errors).toContainEqual({
       kind: 'gateway_closed',
-      message: `the LLM gateway closed after refusing ${MAX_REFUSED_MODEL_CALLS} calls of this attempt (${MAX_REFUSED_MODEL_CALLS + 1} refused in all): malformed requests or a spent token budget`,
+      message: `the LLM gateway closed after refusing ${MAX_REFUSED_MODEL_CALLS} requests of this attempt (${MAX_REFUSED_MODEL_CALLS + 1} refused in all): malformed or unauthorized requests, other routes, or a spent token budget`,
     })
     expect([result.outcome, result.validity]).toEqual(['fail', 'valid'])
   }, 120_000)

@@ -224,12 +224,28 @@ describe('LLM gateway', () => {
     // the one past the cap is still answered, saying so; then nothing listens
     const last = await complete(gw, { model: 'm' })
     expect(last.status).toBe(400)
-    expect((last.json['error'] as { message: string }).message).toMatch(new RegExp(`; the gateway refused ${MAX_REFUSED_MODEL_CALLS} calls of this attempt and closes$`))
+    expect((last.json['error'] as { message: string }).message).toMatch(new RegExp(`; the gateway refused ${MAX_REFUSED_MODEL_CALLS} requests of this attempt and closes$`))
     await expect(complete(gw, hello)).rejects.toThrow()
     expect(up.requests).toEqual([])
     expect(gw.summary()).toMatchObject({ calls: MAX_REFUSED_MODEL_CALLS + 1, refused_calls: MAX_REFUSED_MODEL_CALLS + 1, closed_early: true })
     // one span per call, in the order they came
     expect(gw.spans.map((s) => s.span_id)).toEqual(Array.from({ length: MAX_REFUSED_MODEL_CALLS + 1 }, (_, i) => `model-${i}`))
+  })
+
+  it('counts wrong keys and other routes towards closing, without a span for them', async () => {
+    const { gateway: gw } = await setUp([{ content: 'never' }])
+    for (let i = 0; i < MAX_REFUSED_MODEL_CALLS; i++) {
+      if (i % 2 === 0) expect((await complete(gw, hello, 'sk-wrong')).status).toBe(401)
+      else {
+        const other = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${gw.apiKey}` } })
+        expect(other.status).toBe(404)
+        await other.body?.cancel()
+      }
+    }
+    expect((await complete(gw, hello, 'sk-wrong')).status).toBe(401)
+    await expect(complete(gw, hello)).rejects.toThrow()
+    expect(gw.spans).toEqual([])
+    expect(gw.summary()).toMatchObject({ calls: 0, refused_calls: MAX_REFUSED_MODEL_CALLS + 1, closed_early: true })
   })
 
   it('keeps its spans in the order the calls came when they finish out of order', async () => {
