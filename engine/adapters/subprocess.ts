@@ -81,6 +81,13 @@ const MAX_LINE_BYTES = 1024 * 1024
  * event loop for 36 s and grew it by 2 GiB. The first ones are kept; they say what was wrong.
  */
 export const MAX_PROTOCOL_ERRORS = 100
+/**
+ * How many lines an agent may write to stdout in one attempt before it is stopped: splitting and
+ * reading each costs the worker's event loop ~1 µs however little it holds, and an agent writing
+ * short lines as fast as a pipe takes them kept it busy until the deadline, for every attempt on it.
+ * A protocol conversation is a few lines per step; diagnostics belong on stderr.
+ */
+export const MAX_STDOUT_LINES = 100_000
 /** after `final`, how long the agent may take to exit by itself before its group is stopped */
 const EXIT_AFTER_FINAL_MS = 200
 /** once the group is stopped, how long its stdout may take to reach EOF (a process outside the group could hold it) */
@@ -124,9 +131,11 @@ interface AgentRun {
   errors: Array<{ kind: string; message: string }>
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
   /** why the harness stopped the agent before it finished, if it did */
-  stoppedFor: 'deadline' | 'budget' | 'protocol' | undefined
+  stoppedFor: 'deadline' | 'budget' | 'protocol' | 'flood' | undefined
   /** invalid protocol lines so far (only the first MAX_PROTOCOL_ERRORS are in `errors`) */
   protocolErrors: number
+  /** stdout lines so far */
+  lines: number
   stop: StopReport | undefined
   spawnedAtMs: number
   endedAtMs: number
@@ -253,6 +262,7 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
     exit: undefined,
     stoppedFor: undefined,
     protocolErrors: 0,
+    lines: 0,
     stop: undefined,
     spawnedAtMs: since(),
     endedAtMs: since(),
@@ -306,21 +316,27 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
   const send = (message: ToolResultMessage): void => {
     if (!child.stdin.destroyed && child.stdin.writable) child.stdin.write(`${JSON.stringify(message)}\n`)
   }
-  let protocolAbused!: () => void
-  const abusedProtocol = new Promise<void>((resolveAbuse) => (protocolAbused = resolveAbuse))
+  // an agent that abuses its stdout is stopped, and nothing more of its output is read
+  let abuse!: (why: 'protocol' | 'flood') => void
+  let abusing = false
+  const abused = new Promise<'protocol' | 'flood'>((resolveAbuse) => (abuse = resolveAbuse))
+  const stopReading = (why: 'protocol' | 'flood'): void => {
+    abusing = true
+    abuse(why)
+  }
   /** counts an invalid line; false once the agent has sent more than it may (it is being stopped) */
   const protocolError = (message: string): boolean => {
     run.protocolErrors++
     if (run.protocolErrors > MAX_PROTOCOL_ERRORS) {
-      protocolAbused()
+      stopReading('protocol')
       return false
     }
     run.errors.push({ kind: 'protocol_error', message })
     return true
   }
   const onLine = (line: string): void => {
-    // past the cap nothing more of the agent's output is read: it is being stopped
-    if (run.protocolErrors > MAX_PROTOCOL_ERRORS) return
+    if (abusing) return
+    if (++run.lines > MAX_STDOUT_LINES) return stopReading('flood')
     const parsed = parseAgentLine(line)
     switch (parsed.kind) {
       case 'tool_call': {
@@ -352,7 +368,9 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
     }
   }
   const splitter = lineSplitter(onLine, (bytes) => void protocolError(`an output line longer than ${MAX_LINE_BYTES} bytes was dropped (${bytes} bytes)`))
-  child.stdout.on('data', splitter.push)
+  child.stdout.on('data', (chunk: Buffer) => {
+    if (!abusing) splitter.push(chunk)
+  })
 
   child.stdin.write(`${JSON.stringify({ type: 'payload', protocol: AGENT_PROTOCOL_VERSION, payload: opts.payload })}\n`)
 
@@ -361,9 +379,9 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
     exited.then(() => 'exit' as const),
     aborted.then(() => 'deadline' as const),
     opts.budgetIgnored.then(() => 'budget' as const),
-    abusedProtocol.then(() => 'protocol' as const),
+    abused,
   ])
-  if (how === 'deadline' || how === 'budget' || how === 'protocol') run.stoppedFor = how
+  if (how !== 'final' && how !== 'exit') run.stoppedFor = how
   if (how === 'final') {
     // a well-behaved agent exits by itself once it answered; EOF on stdin tells it to
     child.stdin.end()
@@ -450,6 +468,8 @@ function toAdapterOutput(run: AgentRun, ctx: AdapterContext): AdapterOutput {
     errors.push({ kind: 'stopped', message: `agent stopped at the attempt deadline (${run.stop?.via ?? 'never started'})` })
   } else if (run.stoppedFor === 'budget') {
     errors.push({ kind: 'stopped', message: 'agent kept calling tools after its budget was exhausted; stopped' })
+  } else if (run.stoppedFor === 'flood') {
+    errors.push({ kind: 'stopped', message: `agent wrote more than ${MAX_STDOUT_LINES} lines to stdout; stopped (diagnostics belong on stderr)` })
   } else if (run.stoppedFor === 'protocol') {
     errors.push({ kind: 'stopped', message: `agent kept sending invalid protocol lines (${run.protocolErrors} by the time it was stopped; the first ${MAX_PROTOCOL_ERRORS} are listed); stopped` })
   } else if (run.final === undefined && run.exit !== undefined && (run.exit.code !== 0 || run.exit.signal !== null)) {
