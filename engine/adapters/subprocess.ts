@@ -88,6 +88,8 @@ export const MAX_PROTOCOL_ERRORS = 100
  * A protocol conversation is a few lines per step; diagnostics belong on stderr.
  */
 export const MAX_STDOUT_LINES = 100_000
+/** How many bytes an agent may write to stderr in one attempt before it is stopped (the last MAX_STDERR_BYTES are kept): reading them cost a worker over half a core while an agent wrote as fast as it could. */
+export const MAX_STDERR_TOTAL_BYTES = 64 * 1024 * 1024
 /** after `final`, how long the agent may take to exit by itself before its group is stopped */
 const EXIT_AFTER_FINAL_MS = 200
 /** once the group is stopped, how long its stdout may take to reach EOF (a process outside the group could hold it) */
@@ -131,7 +133,7 @@ interface AgentRun {
   errors: Array<{ kind: string; message: string }>
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
   /** why the harness stopped the agent before it finished, if it did */
-  stoppedFor: 'deadline' | 'budget' | 'protocol' | 'flood' | undefined
+  stoppedFor: 'deadline' | 'budget' | 'protocol' | 'flood' | 'stderr' | undefined
   /** invalid protocol lines so far (only the first MAX_PROTOCOL_ERRORS are in `errors`) */
   protocolErrors: number
   /** stdout lines so far */
@@ -298,10 +300,6 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
   })
   // a write to an agent that already exited fails with EPIPE: that is the agent's business
   child.stdin.on('error', () => undefined)
-  child.stderr.setEncoding('utf8')
-  child.stderr.on('data', (chunk: string) => {
-    run.stderr = (run.stderr + chunk).slice(-MAX_STDERR_BYTES)
-  })
   const stdoutClosed = new Promise<void>((resolveClosed) => child.stdout.once('close', () => resolveClosed()))
 
   let finalReceived!: () => void
@@ -316,14 +314,24 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
   const send = (message: ToolResultMessage): void => {
     if (!child.stdin.destroyed && child.stdin.writable) child.stdin.write(`${JSON.stringify(message)}\n`)
   }
-  // an agent that abuses its stdout is stopped, and nothing more of its output is read
-  let abuse!: (why: 'protocol' | 'flood') => void
+  // an agent that abuses its output (floods, invalid lines) is stopped, and nothing more of its stdout is read
+  let abuse!: (why: 'protocol' | 'flood' | 'stderr') => void
   let abusing = false
-  const abused = new Promise<'protocol' | 'flood'>((resolveAbuse) => (abuse = resolveAbuse))
-  const stopReading = (why: 'protocol' | 'flood'): void => {
+  const abused = new Promise<'protocol' | 'flood' | 'stderr'>((resolveAbuse) => (abuse = resolveAbuse))
+  const stopReading = (why: 'protocol' | 'flood' | 'stderr'): void => {
     abusing = true
     abuse(why)
   }
+  // the last MAX_STDERR_BYTES bytes, kept as bytes and decoded once at the end: decoding and joining
+  // every chunk cost a worker over half a core while an agent wrote to stderr as fast as it could
+  let stderrTail = Buffer.alloc(0)
+  let stderrBytes = 0
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderrTail = chunk.length >= MAX_STDERR_BYTES ? Buffer.from(chunk.subarray(chunk.length - MAX_STDERR_BYTES)) : Buffer.concat([stderrTail, chunk]).subarray(-MAX_STDERR_BYTES)
+    stderrBytes += chunk.length
+    if (stderrBytes > MAX_STDERR_TOTAL_BYTES && !abusing) stopReading('stderr')
+  })
+  const stderrText = (): string => stderrTail.toString('utf8').replace(/^\uFFFD+/, '')
   /** counts an invalid line; false once the agent has sent more than it may (it is being stopped) */
   const protocolError = (message: string): boolean => {
     run.protocolErrors++
@@ -409,6 +417,7 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
   child.stdin.destroy()
   child.stdout.destroy()
   child.stderr.destroy()
+  run.stderr = stderrText()
   marker?.destroy()
   await queue.catch(() => undefined)
   if (launch.sandboxed && !startMark.includes(SANDBOX_STARTED_MARK) && run.stoppedFor === undefined) {
@@ -468,6 +477,8 @@ function toAdapterOutput(run: AgentRun, ctx: AdapterContext): AdapterOutput {
     errors.push({ kind: 'stopped', message: `agent stopped at the attempt deadline (${run.stop?.via ?? 'never started'})` })
   } else if (run.stoppedFor === 'budget') {
     errors.push({ kind: 'stopped', message: 'agent kept calling tools after its budget was exhausted; stopped' })
+  } else if (run.stoppedFor === 'stderr') {
+    errors.push({ kind: 'stopped', message: `agent wrote more than ${MAX_STDERR_TOTAL_BYTES / 1024 / 1024} MiB to stderr; stopped` })
   } else if (run.stoppedFor === 'flood') {
     errors.push({ kind: 'stopped', message: `agent wrote more than ${MAX_STDOUT_LINES} lines to stdout; stopped (diagnostics belong on stderr)` })
   } else if (run.stoppedFor === 'protocol') {

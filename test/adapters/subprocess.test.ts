@@ -1,7 +1,7 @@
 /** The subprocess adapter against real agent processes: protocol, output, environment, crashes. */
 import { afterAll, describe, expect, it } from 'vitest'
 import { runAttempt } from '../../engine/attempt-runner.js'
-import { agentEnvironment, MAX_PROTOCOL_ERRORS, MAX_STDOUT_LINES, resolveCommand, subprocessAdapter } from '../../engine/adapters/subprocess.js'
+import { agentEnvironment, MAX_PROTOCOL_ERRORS, MAX_STDERR_TOTAL_BYTES, MAX_STDOUT_LINES, resolveCommand, subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { MAX_REFUSED_MODEL_CALLS } from '../../engine/llm/gateway.js'
 import { MAX_BRIDGED_CONNECTIONS } from '../../engine/sandbox/host.js'
 import { loadSuite } from '../../engine/suite-loader.js'
@@ -95,6 +95,13 @@ describe('subprocess adapter', () => {
     expect([result.outcome, result.validity]).toEqual(['fail', 'valid'])
     // what it wrote as text stays within its cap
     expect(Buffer.byteLength(String(trace.output ?? ''))).toBeLessThanOrEqual(64 * 1024)
+  }, 120_000)
+
+  it(`stops an agent that writes more than ${MAX_STDERR_TOTAL_BYTES / 1024 / 1024} MiB to stderr, keeping its tail`, async () => {
+    const { suite, task } = toolSuite({ budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 100_000 } })
+    const { result, trace } = await attempt(subprocessAdapter, { command: ['node', agentPath('stderr-flood.mjs')] }, suite, task)
+    expect(trace.errors.filter((e) => e.kind === 'stopped')).toEqual([{ kind: 'stopped', message: `agent wrote more than ${MAX_STDERR_TOTAL_BYTES / 1024 / 1024} MiB to stderr; stopped` }])
+    expect([result.outcome, result.validity]).toEqual(['fail', 'valid'])
   }, 120_000)
 
   it('closes the LLM gateway to an agent that floods it with refused calls, and says so in the trace', async () => {
