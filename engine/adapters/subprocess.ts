@@ -133,7 +133,7 @@ interface AgentRun {
   errors: Array<{ kind: string; message: string }>
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
   /** why the harness stopped the agent before it finished, if it did */
-  stoppedFor: 'deadline' | 'budget' | 'protocol' | 'flood' | 'stderr' | undefined
+  stoppedFor: 'deadline' | 'budget' | 'protocol' | 'stdout' | 'stderr' | undefined
   /** invalid protocol lines so far (only the first MAX_PROTOCOL_ERRORS are in `errors`) */
   protocolErrors: number
   /** stdout lines so far */
@@ -315,10 +315,10 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
     if (!child.stdin.destroyed && child.stdin.writable) child.stdin.write(`${JSON.stringify(message)}\n`)
   }
   // an agent that abuses its output (floods, invalid lines) is stopped, and nothing more of its stdout is read
-  let abuse!: (why: 'protocol' | 'flood' | 'stderr') => void
+  let abuse!: (why: 'protocol' | 'stdout' | 'stderr') => void
   let abusing = false
-  const abused = new Promise<'protocol' | 'flood' | 'stderr'>((resolveAbuse) => (abuse = resolveAbuse))
-  const stopReading = (why: 'protocol' | 'flood' | 'stderr'): void => {
+  const abused = new Promise<'protocol' | 'stdout' | 'stderr'>((resolveAbuse) => (abuse = resolveAbuse))
+  const stopReading = (why: 'protocol' | 'stdout' | 'stderr'): void => {
     abusing = true
     abuse(why)
   }
@@ -344,7 +344,7 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
   }
   const onLine = (line: string): void => {
     if (abusing) return
-    if (++run.lines > MAX_STDOUT_LINES) return stopReading('flood')
+    if (++run.lines > MAX_STDOUT_LINES) return stopReading('stdout')
     const parsed = parseAgentLine(line)
     switch (parsed.kind) {
       case 'tool_call': {
@@ -479,7 +479,7 @@ function toAdapterOutput(run: AgentRun, ctx: AdapterContext): AdapterOutput {
     errors.push({ kind: 'stopped', message: 'agent kept calling tools after its budget was exhausted; stopped' })
   } else if (run.stoppedFor === 'stderr') {
     errors.push({ kind: 'stopped', message: `agent wrote more than ${MAX_STDERR_TOTAL_BYTES / 1024 / 1024} MiB to stderr; stopped` })
-  } else if (run.stoppedFor === 'flood') {
+  } else if (run.stoppedFor === 'stdout') {
     errors.push({ kind: 'stopped', message: `agent wrote more than ${MAX_STDOUT_LINES} lines to stdout; stopped (diagnostics belong on stderr)` })
   } else if (run.stoppedFor === 'protocol') {
     errors.push({ kind: 'stopped', message: `agent kept sending invalid protocol lines (${run.protocolErrors} by the time it was stopped; the first ${MAX_PROTOCOL_ERRORS} are listed); stopped` })
