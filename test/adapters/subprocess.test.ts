@@ -12,6 +12,26 @@ afterAll(() => removeTempSuites())
 
 const smoke = await loadSuite('smoke')
 
+/** A budget whose deadline the flood tests never reach: the harness, not the clock, must end them. */
+const FAR_DEADLINE = { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 100_000 }
+
+/** One attempt of a test agent with the attempt's LLM gateway (`llm: true`) in front of an upstream nothing answers. */
+function withGateway(agent: string, env: Record<string, string> = {}) {
+  const { suite, task } = toolSuite({ outcome_graders: [{ type: 'contains', expected: 'x' }], budget: FAR_DEADLINE })
+  return runAttempt({
+    suite,
+    task,
+    adapter: subprocessAdapter,
+    runId: 'run1',
+    configId: 'c0',
+    attempt: 0,
+    runSeed: 'seed',
+    adapterConfig: { command: ['node', agentPath(agent)], llm: true, env },
+    workerId: 'w-test',
+    env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-upstream' },
+  })
+}
+
 describe('subprocess adapter', () => {
   it.each([
     ['JavaScript', ['node', 'examples/agents/echo-agent.mjs']],
@@ -71,7 +91,7 @@ describe('subprocess adapter', () => {
   })
 
   it('stops an agent that floods it with invalid protocol lines, keeping the first ones', async () => {
-    const { suite, task, executions } = toolSuite({ budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 60_000 } })
+    const { suite, task, executions } = toolSuite({ budget: FAR_DEADLINE })
     const { result, trace } = await attempt(subprocessAdapter, { command: ['node', agentPath('protocol-flood.mjs')] }, suite, task)
     // two million lines would have held the worker for ~36 s and 2 GiB; it is stopped after the cap
     const protocolErrors = trace.errors.filter((e) => e.kind === 'protocol_error')
@@ -89,7 +109,7 @@ describe('subprocess adapter', () => {
 
   it(`stops an agent that writes more than ${MAX_STDOUT_LINES} lines to stdout`, async () => {
     // a deadline it never reaches: before, it wrote until then and the worker split every line
-    const { suite, task } = toolSuite({ budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 100_000 } })
+    const { suite, task } = toolSuite({ budget: FAR_DEADLINE })
     const { result, trace } = await attempt(subprocessAdapter, { command: ['node', agentPath('stdout-flood.mjs')] }, suite, task)
     expect(trace.errors.filter((e) => e.kind === 'stopped')).toEqual([{ kind: 'stopped', message: `agent wrote more than ${MAX_STDOUT_LINES} lines to stdout; stopped (diagnostics belong on stderr)` }])
     expect([result.outcome, result.validity]).toEqual(['fail', 'valid'])
@@ -98,27 +118,14 @@ describe('subprocess adapter', () => {
   }, 120_000)
 
   it(`stops an agent that writes more than ${MAX_STDERR_TOTAL_BYTES / 1024 / 1024} MiB to stderr, keeping its tail`, async () => {
-    const { suite, task } = toolSuite({ budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 100_000 } })
+    const { suite, task } = toolSuite({ budget: FAR_DEADLINE })
     const { result, trace } = await attempt(subprocessAdapter, { command: ['node', agentPath('stderr-flood.mjs')] }, suite, task)
     expect(trace.errors.filter((e) => e.kind === 'stopped')).toEqual([{ kind: 'stopped', message: `agent wrote more than ${MAX_STDERR_TOTAL_BYTES / 1024 / 1024} MiB to stderr; stopped` }])
     expect([result.outcome, result.validity]).toEqual(['fail', 'valid'])
   }, 120_000)
 
   it('closes the LLM gateway to an agent that floods it with refused calls, and says so in the trace', async () => {
-    // a deadline far past what 101 calls take on a loaded machine: the gateway, not the clock, must end the flood
-    const { suite, task } = toolSuite({ outcome_graders: [{ type: 'contains', expected: 'x' }], budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 60_000 } })
-    const { result, trace } = await runAttempt({
-      suite,
-      task,
-      adapter: subprocessAdapter,
-      runId: 'run1',
-      configId: 'c0',
-      attempt: 0,
-      runSeed: 'seed',
-      adapterConfig: { command: ['node', agentPath('gateway-flood.mjs')], llm: true },
-      workerId: 'w-test',
-      env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-upstream' },
-    })
+    const { result, trace } = await withGateway('gateway-flood.mjs')
     // every call up to the cap, and the one past it, is answered; then nothing listens
     expect(result.output).toBe(`answered ${MAX_REFUSED_MODEL_CALLS + 1}`)
     const model = trace.spans.filter((s) => s.category === 'model')
@@ -132,20 +139,8 @@ describe('subprocess adapter', () => {
   }, 120_000)
 
   it('holds at most MAX_BRIDGED_CONNECTIONS of an agent\'s connections to an endpoint open, closing the rest', async () => {
-    const { suite, task } = toolSuite({ outcome_graders: [{ type: 'contains', expected: 'x' }], budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 60_000 } })
-    const { result } = await runAttempt({
-      suite,
-      task,
-      adapter: subprocessAdapter,
-      runId: 'run1',
-      configId: 'c0',
-      attempt: 0,
-      runSeed: 'seed',
-      // 1,000 connections would hold ~3,000 of the worker's file descriptors
-      adapterConfig: { command: ['node', agentPath('connection-hoard.mjs')], llm: true, env: { HOARD: '1000', LIMIT: String(MAX_BRIDGED_CONNECTIONS) } },
-      workerId: 'w-test',
-      env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-upstream' },
-    })
+    // 1,000 connections would hold ~3,000 of the worker's file descriptors
+    const { result } = await withGateway('connection-hoard.mjs', { HOARD: '1000', LIMIT: String(MAX_BRIDGED_CONNECTIONS) })
     expect(result.output).toBe(`open ${MAX_BRIDGED_CONNECTIONS}`)
   }, 120_000)
 
