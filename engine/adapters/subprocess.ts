@@ -28,6 +28,7 @@ import { startToolEndpoint, type ToolEndpoint } from '../tools/endpoint.js'
 import { sandboxConfigShape, unsandboxedNote } from '../sandbox/config.js'
 import { SandboxSetupError } from '../sandbox/errors.js'
 import { openSandbox, type PreparedSandbox } from '../sandbox/host.js'
+import type { MemoryReport, MemoryWatch } from '../sandbox/memory.js'
 import { forgeHomeOf, portOf } from '../sandbox/paths.js'
 import { loadedSuitePaths } from '../suite-loader.js'
 import { SANDBOX_STARTED_MARK } from '../sandbox/layout.js'
@@ -139,6 +140,8 @@ interface AgentRun {
   /** stdout lines so far */
   lines: number
   stop: StopReport | undefined
+  /** what the sandbox saw of its processes' memory (sandboxed agents only) */
+  memory: MemoryReport | undefined
   spawnedAtMs: number
   endedAtMs: number
 }
@@ -205,7 +208,7 @@ export async function runSubprocessAgent(
           ...(extras.readOnly !== undefined ? { readOnly: extras.readOnly } : {}),
           ...(extras.forwarder !== undefined ? { forwarder: extras.forwarder } : {}),
         })
-        launch = { argv: sandbox.argv, cwd: sandbox.spawnCwd, env: sandbox.env, sandboxed: true }
+        launch = { argv: sandbox.argv, cwd: sandbox.spawnCwd, env: sandbox.env, sandboxed: true, watchMemory: sandbox.watchMemory }
       } else {
         let cwd = config.cwd
         if (cwd === undefined) {
@@ -236,13 +239,18 @@ function sandboxSpan(run: AgentRun, sandbox: PreparedSandbox): NonNullable<Adapt
     name: 'sandbox',
     start_ms: run.spawnedAtMs,
     duration_ms: Math.max(0, run.endedAtMs - run.spawnedAtMs),
-    attributes: { ...sandbox.enforced, read_only: sandbox.enforced.read_only.join(':') },
+    attributes: {
+      ...sandbox.enforced,
+      read_only: sandbox.enforced.read_only.join(':'),
+      memory_peak_mb: run.memory?.peak_mb ?? null,
+      memory_kills: run.memory?.kills ?? 0,
+    },
   }
 }
 
 interface AgentProcessOptions {
   /** what to spawn: the agent itself, or the sandbox that runs it (which writes a start mark on fd 3) */
-  launch: { argv: [string, ...string[]]; cwd: string; env: Record<string, string>; sandboxed: boolean }
+  launch: { argv: [string, ...string[]]; cwd: string; env: Record<string, string>; sandboxed: boolean; watchMemory?: (pid: number) => MemoryWatch }
   payload: InvocationPayload
   tools: ToolBox
   signal: AbortSignal
@@ -266,6 +274,7 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
     protocolErrors: 0,
     lines: 0,
     stop: undefined,
+    memory: undefined,
     spawnedAtMs: since(),
     endedAtMs: since(),
   }
@@ -290,6 +299,7 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
   marker?.on('error', () => undefined)
   const pgid = child.pid as number
   trackProcessGroup(pgid)
+  const memoryWatch = launch.watchMemory?.(pgid)
   run.spawnedAtMs = since()
 
   const exited = new Promise<void>((resolveExit) => {
@@ -399,6 +409,7 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
   // whatever happened, nothing of the group outlives the attempt (forked children included);
   // past the deadline the agent gets a shorter grace, its time is already up
   run.stop = await stopProcessGroup(pgid, { termGraceMs: how === 'deadline' ? Math.min(opts.killGraceMs, 200) : opts.killGraceMs })
+  run.memory = memoryWatch?.stop()
   if (run.stop.survivors.length > 0) {
     run.errors.push({ kind: 'harness', message: `processes ${run.stop.survivors.join(', ')} of agent group ${pgid} survived SIGKILL` })
   }
@@ -424,6 +435,14 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
     throw new SandboxSetupError(`the agent sandbox could not be set up (exit ${String(run.exit?.code ?? run.exit?.signal)}): ${run.stderr.trim().slice(-1000)}`)
   }
   return run
+}
+
+/** What an attempt's trace says when processes of its sandbox were killed at the memory limit. */
+export function memoryLimitMessage(memory: MemoryReport): string {
+  const limit = `${memory.limit_mb} MiB (sandbox.memory_mb)`
+  if (memory.enforcement === 'cgroup') return `the sandbox's processes reached their memory limit of ${limit}: the kernel killed ${memory.kills} of them`
+  const killed = memory.killed.map((p) => `${p.command} (pid ${p.pid} in the sandbox, ${p.mb} MiB)`).join(', ')
+  return `the sandbox's processes held more than ${limit} together: killed ${memory.kills}, largest first: ${killed}`
 }
 
 /** Splits a byte stream into UTF-8 lines; a line longer than MAX_LINE_BYTES is dropped, never buffered whole. */
@@ -472,6 +491,7 @@ function lineSplitter(onLine: (line: string) => void, onDropped: (bytes: number)
 
 function toAdapterOutput(run: AgentRun, ctx: AdapterContext): AdapterOutput {
   const errors = [...run.errors]
+  if (run.memory !== undefined && run.memory.kills > 0) errors.push({ kind: 'memory_limit', message: memoryLimitMessage(run.memory) })
   const stderrTail = run.stderr.trim().slice(-1000)
   if (run.stoppedFor === 'deadline') {
     errors.push({ kind: 'stopped', message: `agent stopped at the attempt deadline (${run.stop?.via ?? 'never started'})` })

@@ -12,7 +12,7 @@ export const SandboxSettings = z
       .array(z.string().min(1))
       .default([])
       .describe("Extra host paths the agent may read (e.g. a virtualenv or a node_modules); the agent's own program and script directories are added automatically."),
-    memory_mb: z.number().int().min(32).max(1_048_576).default(1024).describe("Memory limit of the agent's processes together, in MiB (a cgroup limit where the kernel allows)."),
+    memory_mb: z.number().int().min(32).max(1_048_576).default(1024).describe("Memory limit of the agent's processes together, in MiB: a cgroup limit where the worker may write one, else each process's RLIMIT_DATA and the worker's watch of their sum (the largest killed past it)."),
     max_pids: z.number().int().min(8).max(65_536).default(256).describe('How many processes and threads the agent may have at once (cgroup pids limit and RLIMIT_NPROC).'),
     tmpfs_mb: z.number().int().min(1).max(65_536).default(256).describe("Size of the agent's writable scratch directory (/tmp inside the sandbox), in MiB."),
   })

@@ -17,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { readSetting } from '../../config/index.js'
 import { packageRoot } from '../suite-loader.js'
 import { SandboxConfigError, SandboxUnavailableError } from './errors.js'
+import { cgroupMemoryWatch, pollingMemoryWatch, type MemoryWatch } from './memory.js'
 import type { SandboxSettings } from './config.js'
 import {
   AGENT_NICENESS,
@@ -86,7 +87,19 @@ export interface PreparedSandbox {
   /** the agent's working directory as it sees it */
   agentCwd: string
   /** what the sandbox enforces, for the attempt's spans */
-  enforced: { memory_cgroup: boolean; pids_cgroup: boolean; uid: number | null; user_namespace: boolean; cpu_niceness: number; read_only: string[] }
+  enforced: {
+    memory_limit_mb: number
+    /** 'cgroup': the kernel limits the sandbox's processes together; 'watch': RLIMIT_DATA per process and the worker's poll (engine/sandbox/memory.ts) */
+    memory_enforcement: 'cgroup' | 'watch'
+    memory_cgroup: boolean
+    pids_cgroup: boolean
+    uid: number | null
+    user_namespace: boolean
+    cpu_niceness: number
+    read_only: string[]
+  }
+  /** starts watching the memory of the sandbox spawned as `pid` (from `argv`); stop the watch before `close` */
+  watchMemory(pid: number): MemoryWatch
   /** stops the bridges, removes the cgroups and the sandbox's directory; call once the agent's processes are gone */
   close(): Promise<void>
 }
@@ -207,6 +220,7 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
       }
     }
     const cgroupProcs: string[] = []
+    let memoryCgroup: string | undefined
     for (const [controller, parent, limit] of [
       ['memory', found.cgroups.memory, (dir: string) => writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(settings.memory_mb * 1024 * 1024))],
       ['pids', found.cgroups.pids, (dir: string) => writeFileSync(path.join(dir, 'pids.max'), String(settings.max_pids))],
@@ -221,6 +235,7 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
       }
       cleanups.push(() => removeCgroup(dir))
       cgroupProcs.push(path.join(dir, 'cgroup.procs'))
+      if (controller === 'memory') memoryCgroup = dir
     }
     const forwards = request.ports.map((port) => ({ port, socket: `${port}.sock` }))
     const agentCwd = request.cwd !== undefined ? realpathSync(request.cwd) : SANDBOX_SCRATCH
@@ -234,6 +249,7 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
       cgroupProcs,
       uid,
       maxPids: settings.max_pids,
+      dataLimitMb: memoryCgroup === undefined ? settings.memory_mb : undefined,
       tmpfsMb: settings.tmpfs_mb,
       cwd: agentCwd,
       forwards,
@@ -256,13 +272,16 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
       spawnCwd: base,
       agentCwd,
       enforced: {
-        memory_cgroup: found.cgroups.memory !== undefined,
+        memory_limit_mb: settings.memory_mb,
+        memory_enforcement: memoryCgroup !== undefined ? 'cgroup' : 'watch',
+        memory_cgroup: memoryCgroup !== undefined,
         pids_cgroup: found.cgroups.pids !== undefined,
         uid: uid ?? null,
         user_namespace: found.userNamespace,
         cpu_niceness: AGENT_NICENESS,
         read_only: readOnly.paths.map((p) => p.path),
       },
+      watchMemory: (pid) => (memoryCgroup !== undefined ? cgroupMemoryWatch(memoryCgroup, settings.memory_mb) : pollingMemoryWatch(pid, settings.memory_mb)),
       close,
     }
   } catch (error) {

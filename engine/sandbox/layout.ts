@@ -66,6 +66,8 @@ export interface SandboxLayout {
   /** the agent's uid/gid (as root); undefined: keep the (user-namespace) root, capabilities dropped */
   uid: number | undefined
   maxPids: number
+  /** RLIMIT_DATA of every process in the sandbox, in MiB, where no memory cgroup limits it (engine/sandbox/memory.ts) */
+  dataLimitMb: number | undefined
   tmpfsMb: number
   /** the agent's working directory inside the sandbox */
   cwd: string
@@ -248,9 +250,16 @@ export function initScript(layout: SandboxLayout): string {
   if (layout.forwards.length > 0) lines.push(`${q(t.ip)} link set lo up`)
   // pivot into the new root and drop the old one: nothing of the host's tree stays reachable
   lines.push(`${mount} -t proc -o nosuid,nodev,noexec proc ${R('/proc')}`)
+  // no System V shared memory or message queues in the sandbox's IPC namespace: what they hold is no
+  // process's memory, so neither a limit nor a watch of its processes would count it (best effort: an
+  // older kernel may not let a user namespace set them). /proc/sys then read-only, so the agent —
+  // root of its user namespace when the worker is not root — cannot set them back.
+  for (const sysctl of ['shmmni', 'msgmni']) lines.push(`(echo 0 > ${R(`/proc/sys/kernel/${sysctl}`)}) 2>/dev/null || true`)
+  lines.push(`${mount} --bind -o ro ${R('/proc/sys')} ${R('/proc/sys')}`)
   lines.push(`cd ${R('')}`, `${q(t.pivotRoot)} . ${q(SANDBOX_OLD_ROOT.slice(1))}`, `${q(t.umount)} -l ${q(SANDBOX_OLD_ROOT)}`)
   lines.push(`cd ${q(layout.cwd)}`)
   lines.push(`ulimit -p ${layout.maxPids} 2>/dev/null || true`)
+  if (layout.dataLimitMb !== undefined) lines.push(`ulimit -d ${layout.dataLimitMb * 1024}`)
   const drop = [
     q(t.setpriv),
     ...(layout.uid !== undefined ? [`--reuid=${layout.uid}`, `--regid=${layout.uid}`, '--clear-groups'] : []),

@@ -13,8 +13,9 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { sandboxRequested, isolationOf, SandboxSettings } from '../../engine/sandbox/config.js'
 import { openSandbox, probeSandbox } from '../../engine/sandbox/host.js'
+import { overLimit, processMemory } from '../../engine/sandbox/memory.js'
 import { AGENT_NICENESS, initScript, launcherArgv, protectedPathsCheck, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
-import { attempt } from '../adapters/helpers.js'
+import { agentPath, attempt, toolSuite } from '../adapters/helpers.js'
 import { loadSuite, loadedSuitePaths } from '../../engine/suite-loader.js'
 import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
 
@@ -34,6 +35,7 @@ const layout: SandboxLayout = {
   cgroupProcs: ['/sys/fs/cgroup/pids/forge-sandbox-1/cgroup.procs'],
   uid: 123456,
   maxPids: 64,
+  dataLimitMb: undefined,
   tmpfsMb: 32,
   cwd: '/tmp',
   forwards: [{ port: 41000, socket: '41000.sock' }],
@@ -91,6 +93,43 @@ describe('sandbox layout (pure)', () => {
     expect(index('forwarder.mjs')).toBeLessThan(index('agent started'))
     expect(index('agent started')).toBeLessThan(index('"$@"'))
     expect(lines.filter((l) => l !== '').at(-1)).toBe('exit $status')
+  })
+
+  it('turns System V shared memory and message queues off and /proc/sys read-only; without a memory cgroup limits each process\'s data to memory_mb', () => {
+    const lines = initScript(layout).split('\n')
+    const index = (needle: string) => lines.findIndex((l) => l.includes(needle))
+    expect(lines.filter((l) => l.includes('/proc/sys'))).toEqual([
+      "(echo 0 > '/tmp/sbx/root/proc/sys/kernel/shmmni') 2>/dev/null || true",
+      "(echo 0 > '/tmp/sbx/root/proc/sys/kernel/msgmni') 2>/dev/null || true",
+      "'/usr/bin/mount' --bind -o ro '/tmp/sbx/root/proc/sys' '/tmp/sbx/root/proc/sys'",
+    ])
+    expect(index('-t proc')).toBeLessThan(index('shmmni'))
+    expect(index('ro \'/tmp/sbx/root/proc/sys\'')).toBeLessThan(index('pivot_root'))
+    expect(initScript(layout)).not.toContain('ulimit -d')
+    const watched = initScript({ ...layout, dataLimitMb: 256 }).split('\n')
+    expect(watched.filter((l) => l.startsWith('ulimit -d'))).toEqual(['ulimit -d 262144'])
+    expect(watched.findIndex((l) => l.startsWith('ulimit -d'))).toBeLessThan(watched.findIndex((l) => l.includes('"$@"')))
+  })
+
+  it("reads a process's anonymous and shared memory from its status; kernel threads and zombies have none", () => {
+    const status = 'Name:\tnode\nUmask:\t0022\nState:\tS (sleeping)\nVmRSS:\t   90000 kB\nRssAnon:\t   70000 kB\nRssFile:\t   19000 kB\nRssShmem:\t    1000 kB\nThreads:\t11\n'
+    expect(processMemory(7, status)).toEqual({ pid: 7, command: 'node', bytes: 71_000 * 1024 })
+    expect(processMemory(8, 'Name:\tzombie\nState:\tZ (zombie)\nThreads:\t1\n')).toBeUndefined()
+  })
+
+  it('picks what to kill past the memory limit as an OOM killer would: the largest first, the init last, no more than needed', () => {
+    const mb = (n: number) => n * 1024 * 1024
+    const procs = [
+      { pid: 1, command: 'sh', bytes: mb(1) },
+      { pid: 5, command: 'node', bytes: mb(40) },
+      { pid: 9, command: 'node', bytes: mb(150) },
+      { pid: 12, command: 'python3', bytes: mb(120) },
+    ]
+    expect(overLimit(procs, mb(400)).map((p) => p.pid)).toEqual([])
+    expect(overLimit(procs, mb(256)).map((p) => p.pid)).toEqual([9])
+    expect(overLimit(procs, mb(64)).map((p) => p.pid)).toEqual([9, 12])
+    expect(overLimit(procs, mb(0)).map((p) => p.pid)).toEqual([9, 12, 5, 1])
+    expect(overLimit([{ pid: 1, command: 'sh', bytes: mb(500) }, { pid: 2, command: 'node', bytes: mb(10) }], mb(256)).map((p) => p.pid)).toEqual([2, 1])
   })
 
   it('without forwards keeps the loopback down; a module host serves its forwards itself', () => {
@@ -209,6 +248,25 @@ describe('sandbox on this machine', () => {
     // the control: a program the worker starts outside the sandbox runs at the worker's own niceness
     const bare = spawnSync(process.execPath, ['-e', "process.stdout.write(String(require('os').getPriority()))"], { encoding: 'utf8' })
     expect(Number(bare.stdout)).toBe(getPriority())
+  })
+
+  it("reports what its processes' memory came to, and the kernel's OOM kills at the limit (a memory cgroup, as root)", async () => {
+    const { suite, task } = toolSuite({ budget: { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 60_000 } })
+    const hogs = (count: number) => ({ command: ['node', agentPath('memory-hogs.mjs')], env: { HOGS: String(count), HOG_MB: '64', HOLD_MS: '1500' }, sandbox: { memory_mb: 256 } })
+    const sandboxOf = (execution: Awaited<ReturnType<typeof attempt>>) => execution.trace.spans.find((s) => s.name === 'sandbox')!.attributes
+    const within = await attempt(subprocessAdapter, hogs(1), suite, task)
+    expect([within.result.output, within.result.error]).toEqual(['1 of 1 held', ''])
+    expect(sandboxOf(within)).toMatchObject({ memory_limit_mb: 256, memory_enforcement: 'cgroup', memory_kills: 0 })
+    expect(sandboxOf(within)['memory_peak_mb']).toBeGreaterThanOrEqual(64)
+    // four hogs of 64 MiB and their node processes do not fit in 256 MiB: the kernel kills the largest, the agent goes on
+    const past = await attempt(subprocessAdapter, hogs(4), suite, task)
+    const kills = sandboxOf(past)['memory_kills'] as number
+    expect(kills).toBeGreaterThan(0)
+    expect(sandboxOf(past)).toMatchObject({ memory_enforcement: 'cgroup', memory_peak_mb: 256 })
+    expect([past.result.output, past.result.error]).toEqual([
+      `${4 - kills} of 4 held`,
+      `memory_limit: the sandbox's processes reached their memory limit of 256 MiB (sandbox.memory_mb): the kernel killed ${kills} of them`,
+    ])
   })
 
   it('closes with a connection to a bridged port still open (its endpoint never answered)', async () => {

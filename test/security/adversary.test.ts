@@ -5,8 +5,9 @@
  * canary of the suite (expected answers, goldens, tool code) may appear in anything it produced.
  * A control runs the harmless attacks without the sandbox and shows they do find things there.
  */
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { getPriority, networkInterfaces, tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
@@ -149,6 +150,39 @@ describe('the adversarial agent in the sandbox', () => {
     // setsid and double-fork escapees died with their attempt's namespace
     expect(processesWith(marker)).toEqual([])
     console.info(`security: ${attacks.length}/${attacks.length} attacks found nothing (${attacks.map(({ report }) => `${report.attack}: ${report.tried} tries`).join(', ')})`)
+  }, 240_000)
+})
+
+// The sandbox of a worker without root (a laptop, the chart's non-root pods) is another one: a user
+// namespace, no cgroups — memory bounded by RLIMIT_DATA per process and the worker's watch of the
+// sandbox's processes together (engine/sandbox/memory.ts). Every attack runs against it too, from a
+// worker (test/security/worker-as-user.mjs, on dist/) started as uid 65534.
+const nobody = 65534
+const asUser = process.getuid?.() === 0 && spawnSync('setpriv', [`--reuid=${nobody}`, `--regid=${nobody}`, '--clear-groups', 'unshare', '--user', '--map-root-user', 'true']).status === 0
+
+describe('the adversarial agent in the sandbox of a worker without root', () => {
+  it.skipIf(!asUser)('finds nothing and passes every task there too; the memory hogs are killed by the watch', () => {
+    const before = snapshot(suiteDir)
+    chmodSync(work, 0o755)
+    const worker = spawnSync(
+      'setpriv',
+      [`--reuid=${nobody}`, `--regid=${nobody}`, '--clear-groups', process.execPath, join(here, 'worker-as-user.mjs'), suiteDir, JSON.stringify({ command: ['node', adversary], env: attackEnv(), ...sandboxed }), ...suite.tasks.map((t) => t.id)],
+      { cwd: tmpdir(), env: { PATH: process.env['PATH'], FORGE_HOME: forgeHome }, encoding: 'utf8', timeout: 200_000 },
+    )
+    expect(worker.stderr).toBe('')
+    expect(worker.status).toBe(0)
+    const runs = worker.stdout.trim().split('\n').map((line) => JSON.parse(line) as { result: AttemptResult; sandbox: Record<string, unknown> })
+    expect(Object.fromEntries(runs.map(({ result }) => [result.task_id, [result.outcome, result.validity, (JSON.parse(result.self_report) as Report).findings]]))).toEqual(
+      Object.fromEntries(suite.tasks.map((t) => [t.id, ['pass', 'valid', []]])),
+    )
+    expect(new Set(runs.map(({ sandbox }) => JSON.stringify([sandbox['user_namespace'], sandbox['uid'], sandbox['memory_enforcement'], sandbox['memory_cgroup']])))).toEqual(new Set([JSON.stringify([true, null, 'watch', false])]))
+    // the hog past the limit on its own stopped by RLIMIT_DATA; of the four within it, past it together, the largest killed
+    const hog = runs.find(({ result }) => result.task_id === 'memory_hog')!
+    expect(hog.sandbox['memory_kills']).toBeGreaterThan(0)
+    expect(hog.result.error).toMatch(/^memory_limit: the sandbox's processes held more than 256 MiB \(sandbox\.memory_mb\) together: killed \d, largest first: node \(pid \d+ in the sandbox, \d+ MiB\)/)
+    expect(runs.filter(({ result }) => result.task_id !== 'memory_hog' && result.error !== '').map(({ result }) => [result.task_id, result.error])).toEqual([])
+    expect(snapshot(suiteDir)).toEqual(before)
+    expect(processesWith(marker)).toEqual([])
   }, 240_000)
 })
 

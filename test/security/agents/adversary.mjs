@@ -230,11 +230,26 @@ const attacks = {
     tried.push(`lookup with half a pair: ${half.ok ? 'answered' : 'refused'}`)
   },
   async memory_hog() {
+    // one process past the sandbox's limit on its own
     const target = Number(env.ATTACK_HOG_MB ?? 768)
     const script = `const keep = []; for (let mb = 0; mb < ${target}; mb += 16) keep.push(Buffer.alloc(16 * 1024 * 1024, 1)); console.log('survived ' + ${target})`
     const hog = spawnSync(process.execPath, ['--max-old-space-size=4096', '-e', script], { encoding: 'utf8', timeout: 15_000 })
     tried.push(`memory hog: status ${hog.status} signal ${hog.signal}`)
     if (hog.stdout.includes('survived')) found(`allocated ${target} MB without being stopped`)
+    // then several, each within the limit, past it together; each holds its memory a few seconds
+    const share = Math.floor((target * 0.8) / 4)
+    const each = `const keep = []; for (let mb = 0; mb < ${share}; mb += 8) keep.push(Buffer.alloc(8 * 1024 * 1024, 1)); setTimeout(() => console.log('held'), 4000)`
+    const held = await Promise.all(
+      Array.from({ length: 4 }, () => new Promise((resolve) => {
+        const child = spawn(process.execPath, ['-e', each], { stdio: ['ignore', 'pipe', 'ignore'] })
+        let out = ''
+        child.stdout.on('data', (chunk) => (out += chunk))
+        child.on('error', () => resolve(false))
+        child.on('close', () => resolve(out.includes('held')))
+      })),
+    )
+    tried.push(`4 hogs of ${share} MB: ${held.filter(Boolean).length} held`)
+    if (held.every(Boolean)) found(`4 processes held ${4 * share} MB together without being stopped`)
   },
 }
 
