@@ -1,7 +1,8 @@
 /** Plain-text tables and figures for the terminal. */
 
+/** A table, each cell on one line (a newline in a value, an agent's output say, shows as ⏎: it cannot make a row of its own). */
 export function table(headers: string[], rows: (string | number)[][], align: ('l' | 'r')[] = []): string {
-  const cells = [headers, ...rows.map((r) => r.map(String))]
+  const cells = [headers, ...rows.map((r) => r.map((cell) => String(cell).replace(/\r?\n/g, ' ⏎ ')))]
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)))
   const line = (r: string[]) =>
     r

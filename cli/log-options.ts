@@ -8,6 +8,7 @@ import type { RunEvent, RunObserver as ObserveRun } from '../app/run.js'
 import { observeRun, type RunObserver } from '../app/progress.js'
 import { formatRecord, LOG_CATEGORIES, LOG_FORMATS, LOG_LEVELS, runRecord, shows, type LogCategory, type LogFilter, type LogFormat, type LogRecord } from '../core/log-records.js'
 import { crossedMilestone, progressLine, type ProgressSnapshot } from '../core/progress.js'
+import { terminalSafe } from '../core/terminal-text.js'
 import { ConfigError } from '../stack/errors.js'
 
 export const logFlags = {
@@ -72,7 +73,8 @@ export function runOutput(
   describe: (event: RunEvent) => string,
 ): { onEvent(event: RunEvent): void; observe: ObserveRun; finish(): void } {
   const now = sinks.now ?? Date.now
-  const write = (line: string) => (sinks.json ? sinks.err.write(`${line}\n`) : sinks.out(line))
+  // records carry agents' text (errors, tool arguments): shown escaped, never obeyed (core/terminal-text.ts)
+  const write = (line: string) => (sinks.json ? sinks.err.write(`${terminalSafe(line)}\n`) : sinks.out(terminalSafe(line)))
   const live = sinks.tty && !sinks.json && options.filter.level !== 'silent'
   let statusShown = false
   let runId = ''

@@ -110,10 +110,10 @@ describe('an adversarial run', () => {
     expect(Object.values(perTask(hostile)).every((kn) => kn === '2/2')).toBe(true)
     expect([hostile.attempts, hostile.suite_rate, hostile.validity]).toEqual([honest.attempts, honest.suite_rate, honest.validity])
     const reports = sql<{ self_report: string }>("SELECT self_report FROM attempts FINAL WHERE run_id = 'sec-attack' ORDER BY attempt_uid")
-    expect(reports).toHaveLength(28)
+    expect(reports).toHaveLength(30)
     const findings = reports.map((r) => JSON.parse(r.self_report) as { attack: string; findings: string[] })
     expect(findings.filter((f) => f.findings.length > 0)).toEqual([])
-    expect(new Set(findings.map((f) => f.attack)).size).toBe(14)
+    expect(new Set(findings.map((f) => f.attack)).size).toBe(15)
   }, 600_000)
 
   it('leaves no canary in anything stored of it, nothing planted, no process behind', () => {
@@ -136,6 +136,23 @@ describe('an adversarial run', () => {
     expect(poisoned).toEqual({ args: JSON.stringify({ key: 'half \ufffd pair' }), error: expect.stringContaining('half \ufffd pair') })
   })
 
+  it("shows the agent's terminal control sequences as escapes in what a person reads, never as controls", () => {
+    // what a terminal would obey: C0 controls but newline and tab, DEL, C1, bidi overrides
+    const controls = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
+    const trace = forge(['trace', '--run-id', 'sec-attack', '--task', 'terminal_escape', '--attempt', '0', '--full'], stack.env)
+    expect(trace.status, trace.stderr).toBe(0)
+    expect(trace.stdout).not.toMatch(controls)
+    // the lookup's refusal quotes the key: stored as the agent sent it, printed escaped
+    expect(trace.stdout).toContain('no value under terminal \\u001b]52;c;Zm9yZ2UgcHduZWQ=\\u0007\\u001b]0;PWNED\\u0007\\u001b[2J\\u001b[8mhidden\\u001b[0m\\rverdict: pass\\u202egnp.\\u009b31m')
+    const table = forge(['sql', "SELECT error FROM tool_calls FINAL WHERE run_id = 'sec-attack' AND task_id = 'terminal_escape' AND error != ''"], stack.env)
+    expect(table.status, table.stderr).toBe(0)
+    expect(table.stdout).not.toMatch(controls)
+    expect(table.stdout).toContain('\\u001b]52;c;')
+    // stored as sent: the escapes are only in what is printed
+    const [stored] = sql<{ error: string }>("SELECT error FROM tool_calls FINAL WHERE run_id = 'sec-attack' AND task_id = 'terminal_escape' AND error != '' LIMIT 1")
+    expect(stored?.error).toContain('\x1b]52;c;Zm9yZ2UgcHduZWQ=\x07')
+  })
+
   it('records both runs as sandboxed', () => {
     expect(sql("SELECT run_id, isolation FROM runs FINAL WHERE run_id IN ('sec-honest', 'sec-attack') ORDER BY run_id")).toEqual([
       { run_id: 'sec-attack', isolation: 'sandbox' },
@@ -150,7 +167,7 @@ describe('run ids', () => {
     const again = run('sec-honest', false)
     expect(again.status).toBe(2)
     expect((JSON.parse(again.stdout) as { error: { message: string } }).error.message).toMatch(
-      /^--run-id sec-honest is already used by a completed run of suite security \(adapter subprocess, started .*, 28 attempts stored\); run ids are unique/,
+      /^--run-id sec-honest is already used by a completed run of suite security \(adapter subprocess, started .*, 30 attempts stored\); run ids are unique/,
     )
     expect(forge(['stats', '--run-id', 'sec-honest', '--json'], stack.env).stdout).toBe(before.stdout)
   }, 120_000)

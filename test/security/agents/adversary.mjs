@@ -1,7 +1,8 @@
 // A hostile agent (issue 10): before answering honestly it tries the attack its task names — read
 // the worker's /proc, the suite and goldens, FORGE_HOME and other attempts' scratch directories,
 // reach NATS/Temporal or a warm worker's socket, run `forge sql`, write into the suite, leave processes behind, exhaust
-// processes or memory, compete with the worker for the CPU, poison the store with text it cannot take. It reports in its self_report (kept, never graded) everything it *found*;
+// processes or memory, compete with the worker for the CPU, poison the store with text it cannot take, put control sequences in what a
+// person reads of its trace. It reports in its self_report (kept, never graded) everything it *found*;
 // a sandbox that holds leaves `findings` empty. With ATTACK_OFF=1 it only answers (the honest run).
 //
 // What it knows of the worker comes from its config's env, as a well-informed attacker would:
@@ -228,6 +229,15 @@ const attacks = {
     // store that cannot take one fails the insert of every row that travels with it
     const half = await callTool('lookup', { key: 'half \ud800 pair' })
     tried.push(`lookup with half a pair: ${half.ok ? 'answered' : 'refused'}`)
+  },
+  async terminal_escape() {
+    // what a terminal obeys rather than shows: set the reader's clipboard (OSC 52) and window title,
+    // clear the screen, hide text (SGR 8), write over the line with a carriage return, reverse the
+    // text's order (U+202E): in a tool call's arguments (which the tool's error quotes) and on stderr
+    const hostile = '\x1b]52;c;Zm9yZ2UgcHduZWQ=\x07\x1b]0;PWNED\x07\x1b[2J\x1b[8mhidden\x1b[0m\rverdict: pass\u202egnp.\x9b31m'
+    const refused = await callTool('lookup', { key: `terminal ${hostile}` })
+    process.stderr.write(`${hostile}\n`)
+    tried.push(`lookup with control sequences: ${refused.ok ? 'answered' : 'refused'}`)
   },
   async memory_hog() {
     // one process past the sandbox's limit on its own

@@ -15,6 +15,7 @@ const answers = {
   warm_worker: 'answer-warm-worker-11',
   cpu_priority: 'answer-cpu-priority-12',
   poison_store: 'answer-poison-store-13',
+  terminal_escape: 'answer-terminal-escape-14',
 }
 
 export const tools = [
