@@ -4,7 +4,8 @@
  * attempt's bearer token (32 random bytes), and sends every call through the attempt's ToolBox,
  * which checks, budgets and records it. Requests with a wrong or missing token get 401 and never
  * reach the tool box, so they are not recorded as tool calls; after MAX_REFUSED_REQUESTS refused
- * requests the endpoint closes for the rest of the attempt.
+ * requests (a body over the size limit and listings past MAX_TOOL_LISTINGS among them) the endpoint
+ * closes for the rest of the attempt.
  *
  *   GET  {url}          → 200 {"tools": ToolSpec[]}
  *   POST {url}/<name>   JSON args → 200 {"ok":true,"result":…} | 200 {"ok":false,"error":"…"}
@@ -29,6 +30,8 @@ export interface ToolEndpoint {
 export interface ToolEndpointOptions {
   /** largest accepted request body (default 1 MiB); larger ones get 413 */
   maxBodyBytes?: number
+  /** how many listings an attempt may ask for (default MAX_TOOL_LISTINGS); more get 429 */
+  maxListings?: number
 }
 
 const TOOLS_PATH = '/tools'
@@ -39,12 +42,19 @@ const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
  * the budget; these cost the worker a request each and were bounded only by the deadline.
  */
 export const MAX_REFUSED_REQUESTS = 100
+/**
+ * How many tool listings an attempt's agent may ask for; past it a listing is refused (and counts
+ * toward MAX_REFUSED_REQUESTS). A framework lists before each step, a few dozen times an attempt; an
+ * agent listing in a loop cost the worker a request each until the deadline.
+ */
+export const MAX_TOOL_LISTINGS = 10_000
 
 /** Starts an endpoint serving `tools` for one attempt; close it when the attempt ends. */
 export async function startToolEndpoint(tools: ToolBox, opts: ToolEndpointOptions = {}): Promise<ToolEndpoint> {
   const token = randomBytes(32).toString('hex')
   const expected = Buffer.from(`Bearer ${token}`)
   const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const maxListings = opts.maxListings ?? MAX_TOOL_LISTINGS
 
   const authorized = (req: IncomingMessage): boolean => {
     const given = Buffer.from(req.headers.authorization ?? '')
@@ -52,6 +62,7 @@ export async function startToolEndpoint(tools: ToolBox, opts: ToolEndpointOption
   }
 
   let others = 0
+  let listings = 0
   /** answers a refused request; past MAX_REFUSED_REQUESTS of them the endpoint closes once this answer is out */
   const refuse = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
     if (++others > MAX_REFUSED_REQUESTS) res.once('close', () => void shutOut())
@@ -68,6 +79,7 @@ export async function startToolEndpoint(tools: ToolBox, opts: ToolEndpointOption
       req.resume()
       if (req.method !== 'GET') return refuse(res, 405, { ok: false, error: `use GET ${TOOLS_PATH}` }, { allow: 'GET' })
       // a listing is no error: an agent framework may list the tools before every step
+      if (++listings > maxListings) return refuse(res, 429, { ok: false, error: `more than ${maxListings} tool listings in one attempt` })
       return reply(res, 200, { tools: tools.specs })
     }
     if (!path.startsWith(`${TOOLS_PATH}/`)) {
@@ -87,7 +99,11 @@ export async function startToolEndpoint(tools: ToolBox, opts: ToolEndpointOption
     }
     readBody(req, maxBodyBytes).then(
       async (body) => {
-        if (body === undefined) return reply(res, 413, { ok: false, error: `request body larger than ${maxBodyBytes} bytes` })
+        if (body === undefined) {
+          // the rest of the body is never read: the connection closes once the answer is out
+          res.once('finish', () => req.socket.destroy())
+          return refuse(res, 413, { ok: false, error: `request body larger than ${maxBodyBytes} bytes` }, { connection: 'close' })
+        }
         const outcome = await tools.call(name, parseArgs(body))
         reply(res, 200, outcome.ok ? { ok: true, result: outcome.result ?? null } : { ok: false, error: outcome.error })
       },
@@ -130,18 +146,20 @@ function parseArgs(body: string): unknown {
   }
 }
 
-/** The body as text, or undefined when it is larger than `limit` bytes. */
+/** The body as text, or undefined as soon as it is larger than `limit` bytes (the rest is not read). */
 function readBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
-    let tooLarge = false
-    req.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer): void => {
       size += chunk.length
-      if (size > limit) tooLarge = true
-      else chunks.push(chunk)
-    })
-    req.on('end', () => resolve(tooLarge ? undefined : Buffer.concat(chunks).toString('utf8')))
+      if (size <= limit) return void chunks.push(chunk)
+      req.off('data', onData)
+      req.pause()
+      resolve(undefined)
+    }
+    req.on('data', onData)
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
     req.on('error', reject)
   })
 }

@@ -1,4 +1,5 @@
 /** The per-attempt HTTP tool endpoint: token, routes, recording through the tool box. */
+import { request as httpRequest } from 'node:http'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createToolBox, type RecordingToolBox } from '../../engine/tool-proxy.js'
 import { MAX_REFUSED_REQUESTS, startToolEndpoint, type ToolEndpoint } from '../../engine/tools/endpoint.js'
@@ -10,7 +11,7 @@ afterEach(async () => {
   endpoint = undefined
 })
 
-async function setUp(opts: { maxBodyBytes?: number } = {}): Promise<{ endpoint: ToolEndpoint; box: RecordingToolBox; executions: () => number }> {
+async function setUp(opts: { maxBodyBytes?: number; maxListings?: number } = {}): Promise<{ endpoint: ToolEndpoint; box: RecordingToolBox; executions: () => number }> {
   const { suite, task, executions } = toolSuite()
   const box = createToolBox({ task, suite, attemptUid: 'r/c/task_one/0', budget: task.budget, startedAt: 0, now: () => 0 })
   endpoint = await startToolEndpoint(box, opts)
@@ -107,6 +108,44 @@ describe('tool endpoint', () => {
     expect((await request(endpoint.url, { token: 'wrong' })).status).toBe(401)
     await expect(fetch(endpoint.url, { headers: { authorization: `Bearer ${endpoint.token}` } })).rejects.toThrow()
     expect(box.calls).toEqual([])
+  })
+
+  it('answers a body over the limit at once, without reading the rest, and closes the connection', async () => {
+    const { endpoint, box } = await setUp({ maxBodyBytes: 64 })
+    // a client that would send 256 MiB: the endpoint must not read it all before it answers
+    const total = 256 * 1024 * 1024
+    const chunk = Buffer.alloc(64 * 1024, 0x61)
+    const { status, writtenWhenAnswered } = await new Promise<{ status: number; writtenWhenAnswered: number }>((resolve, reject) => {
+      let written = 0
+      const req = httpRequest(`${endpoint.url}/upper`, { method: 'POST', headers: { authorization: `Bearer ${endpoint.token}`, 'content-length': String(total) } }, (res) => {
+        resolve({ status: res.statusCode ?? 0, writtenWhenAnswered: written })
+        res.resume()
+      })
+      req.on('error', () => undefined)
+      const pump = (): void => {
+        while (written < total && !req.destroyed) {
+          written += chunk.length
+          if (!req.write(chunk)) return void req.once('drain', pump)
+        }
+        if (written >= total) req.end()
+      }
+      req.once('error', reject)
+      pump()
+    })
+    expect(status).toBe(413)
+    expect(writtenWhenAnswered).toBeLessThan(64 * 1024 * 1024)
+    expect(box.calls).toEqual([])
+  })
+
+  it('refuses listings past maxListings, and they count toward the refused requests', async () => {
+    const { endpoint } = await setUp({ maxListings: 3 })
+    const statuses: number[] = []
+    for (let i = 0; i < 5; i++) statuses.push((await request(endpoint.url, { token: endpoint.token })).status)
+    expect(statuses).toEqual([200, 200, 200, 429, 429])
+    for (let i = 2; i < MAX_REFUSED_REQUESTS; i++) expect((await request(endpoint.url, { token: endpoint.token })).status).toBe(429)
+    // the 101st refusal is answered, then the endpoint is gone
+    expect((await request(endpoint.url, { token: endpoint.token })).body).toEqual({ ok: false, error: 'more than 3 tool listings in one attempt' })
+    await expect(fetch(endpoint.url, { headers: { authorization: `Bearer ${endpoint.token}` } })).rejects.toThrow()
   })
 
   it('refuses connections once closed', async () => {
