@@ -14,6 +14,7 @@
  */
 import { z } from 'zod'
 import { InvocationPayload } from './contracts/index.js'
+import { parseUntrustedJson } from './untrusted-json.js'
 
 export const AGENT_PROTOCOL_VERSION = 1
 
@@ -67,7 +68,7 @@ export function parseAgentLine(line: string): AgentLine {
   if (!trimmed.startsWith('{')) return { kind: 'text', text: line }
   let value: unknown
   try {
-    value = JSON.parse(trimmed)
+    value = parseUntrustedJson(trimmed)
   } catch {
     return { kind: 'text', text: line }
   }

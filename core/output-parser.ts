@@ -13,6 +13,7 @@
  * Bare JSON scalars are left alone on purpose: `"42"` stays the string a grader compares as text.
  */
 import { extractNumber } from './graders/output.js'
+import { parseUntrustedJson } from './untrusted-json.js'
 
 export type OutputParseMethod = 'json' | 'fenced_json' | 'embedded_json' | 'answer_line' | 'number' | 'text'
 
@@ -64,7 +65,7 @@ function parseContainer(text: string): Parsed {
   const first = text[0]
   if (first !== '{' && first !== '[') return { ok: false }
   try {
-    const value: unknown = JSON.parse(text)
+    const value: unknown = parseUntrustedJson(text)
     return typeof value === 'object' && value !== null ? { ok: true, value } : { ok: false }
   } catch {
     return { ok: false }
@@ -73,49 +74,63 @@ function parseContainer(text: string): Parsed {
 
 const FENCE = /```[ \t]*([A-Za-z0-9_-]*)[ \t]*\r?\n([\s\S]*?)```/g
 
+/** The last fence (of the JSON languages, or none) whose body parses; at most EMBEDDED_MAX_PARSES are tried, from the last back. */
 function lastFencedJson(text: string): Parsed {
-  let found: Parsed = { ok: false }
+  const bodies: string[] = []
   for (const match of text.matchAll(FENCE)) {
     const language = (match[1] ?? '').toLowerCase()
     if (language !== '' && language !== 'json' && language !== 'jsonc' && language !== 'javascript' && language !== 'js') continue
-    const parsed = parseContainer((match[2] ?? '').trim())
-    if (parsed.ok) found = parsed
+    bodies.push(match[2] ?? '')
+    if (bodies.length > EMBEDDED_MAX_PARSES) bodies.shift()
   }
-  return found
+  for (let i = bodies.length - 1; i >= 0; i -= 1) {
+    const parsed = parseContainer(bodies[i]!.trim())
+    if (parsed.ok) return parsed
+  }
+  return { ok: false }
 }
 
-// at most this many candidate containers are parsed, so pathological text stays cheap
+// at most this many candidate fences and containers are parsed, so pathological text stays cheap
 const EMBEDDED_MAX_PARSES = 50
 
 /**
  * The last balanced JSON object/array in the text, outermost first (so the final answer wins over
  * earlier ones, and `{"a":[1]}` over its `[1]`). One pass pairs the brackets (strings respected
  * inside brackets, a mismatch resets), then candidates are parsed from the last closing bracket back.
+ * Each closing bracket closes at most one pair, so the pass finds pairs in order of their closing
+ * bracket and keeps only the last EMBEDDED_MAX_PARSES; the open brackets wait on a typed stack (a
+ * megabyte of `[` cost 1.2 s as an object per bracket).
  */
 function lastEmbeddedJson(text: string): Parsed {
-  const pairs: Array<{ open: number; close: number }> = []
-  const stack: Array<{ open: number; closer: string }> = []
+  const opens = new Int32Array(text.length + 1)
+  let depth = 0
+  // the last EMBEDDED_MAX_PARSES pairs, a ring: pair n at n % EMBEDDED_MAX_PARSES
+  const keptOpen = new Int32Array(EMBEDDED_MAX_PARSES)
+  const keptClose = new Int32Array(EMBEDDED_MAX_PARSES)
+  let pairs = 0
   let inString = false
   for (let i = 0; i < text.length; i += 1) {
-    const ch = text[i]
+    const c = text.charCodeAt(i)
     if (inString) {
-      if (ch === '\\') i += 1
-      else if (ch === '"') inString = false
+      if (c === 0x5c) i += 1
+      else if (c === 0x22) inString = false
       continue
     }
-    if (ch === '"' && stack.length > 0) inString = true
-    else if (ch === '{') stack.push({ open: i, closer: '}' })
-    else if (ch === '[') stack.push({ open: i, closer: ']' })
-    else if (ch === '}' || ch === ']') {
-      const top = stack.pop()
-      if (top === undefined) continue
-      if (top.closer === ch) pairs.push({ open: top.open, close: i })
-      else stack.length = 0
+    if (c === 0x22 && depth > 0) inString = true
+    else if (c === 0x7b || c === 0x5b) opens[depth++] = i
+    else if ((c === 0x7d || c === 0x5d) && depth > 0) {
+      const open = opens[--depth]!
+      if (text.charCodeAt(open) === (c === 0x7d ? 0x7b : 0x5b)) {
+        keptOpen[pairs % EMBEDDED_MAX_PARSES] = open
+        keptClose[pairs % EMBEDDED_MAX_PARSES] = i
+        pairs += 1
+      } else {
+        depth = 0
+      }
     }
   }
-  pairs.sort((a, b) => b.close - a.close || a.open - b.open)
-  for (const { open, close } of pairs.slice(0, EMBEDDED_MAX_PARSES)) {
-    const parsed = parseContainer(text.slice(open, close + 1))
+  for (let n = pairs - 1; n >= Math.max(0, pairs - EMBEDDED_MAX_PARSES); n -= 1) {
+    const parsed = parseContainer(text.slice(keptOpen[n % EMBEDDED_MAX_PARSES], keptClose[n % EMBEDDED_MAX_PARSES]! + 1))
     if (parsed.ok) return parsed
   }
   return { ok: false }

@@ -3,6 +3,7 @@ import { canonicalJson, looselyEqual, type FileState } from '../env-diff.js'
 import type { GraderDefinition } from '../plugins.js'
 import { baseConfigShape, passFail, type GradeBody } from './common.js'
 import { quote } from './output.js'
+import { parseUntrustedJson } from '../untrusted-json.js'
 
 const CHECKS = ['exists', 'equals', 'contains', 'regex', 'json'] as const
 
@@ -78,7 +79,7 @@ function check(config: FileConfig, file: FileState): GradeBody {
   }
   let parsed: unknown
   try {
-    parsed = JSON.parse(file.text)
+    parsed = parseUntrustedJson(file.text)
   } catch {
     return passFail(false, `${where} is not JSON: ${quote(text)}`)
   }

@@ -3,6 +3,7 @@ import { schemaProblems, validateJson, type JsonSchema } from '../json-schema.js
 import type { GraderDefinition } from '../plugins.js'
 import { baseConfigShape, fieldShape, passFail } from './common.js'
 import { outputText, quote, selectOutput } from './output.js'
+import { parseUntrustedJson } from '../untrusted-json.js'
 
 export const JsonSchemaConfig = z
   .strictObject({
@@ -38,7 +39,7 @@ export const jsonSchemaGrader: GraderDefinition<JsonSchemaConfig> = {
     if (typeof value === 'string' && config.parse_string) {
       const text = FENCED.exec(value)?.[1] ?? value
       try {
-        value = JSON.parse(text)
+        value = parseUntrustedJson(text)
       } catch (error) {
         return passFail(false, `output is not JSON (${error instanceof Error ? error.message : String(error)}): ${quote(outputText(selected.value))}`)
       }

@@ -1,4 +1,5 @@
 /** Helpers shared by the text graders: turning an agent's output into text, fields and numbers. */
+import { parseUntrustedJson } from '../untrusted-json.js'
 
 /** The agent's output as text: strings as they are, objects as JSON, null/undefined as ''. */
 export function outputText(output: unknown): string {
@@ -29,7 +30,7 @@ export function selectOutput(output: unknown, field: string | undefined): Select
   let current: unknown = output
   if (typeof current === 'string') {
     try {
-      current = JSON.parse(current)
+      current = parseUntrustedJson(current)
     } catch {
       return { ok: false, detail: `field "${field}" not found: output is not JSON (${quote(output as string)})` }
     }

@@ -7,6 +7,7 @@ import type { AgentTrace, ToolCall } from '../contracts/index.js'
 import { outputText } from '../graders/output.js'
 import { findSensitive, PII_KINDS, type RedactionKind } from '../redaction.js'
 import type { DeterministicMetric, MetricReading } from './types.js'
+import { parseUntrustedJson } from '../untrusted-json.js'
 
 const notApplicable = (detail: string): MetricReading => ({ value: null, passed: null, detail })
 const round = (x: number): number => Math.round(x * 10_000) / 10_000
@@ -199,7 +200,7 @@ export const deterministicMetrics: readonly DeterministicMetric[] = [
       if (typeof output === 'object') return { value: 1, passed: null, detail: 'structured output' }
       const text = outputText(output).trim()
       try {
-        const parsed: unknown = JSON.parse(text)
+        const parsed: unknown = parseUntrustedJson(text)
         const structured = typeof parsed === 'object' && parsed !== null
         return { value: structured ? 1 : 0, passed: null, detail: structured ? 'a JSON document' : 'a JSON scalar, not a document' }
       } catch {

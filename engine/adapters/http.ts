@@ -22,6 +22,7 @@ import { createLogger, type Logger } from '../logger.js'
 import { startToolEndpoint } from '../tools/endpoint.js'
 import { budgetWatchedToolBox } from '../tools/budget-watch.js'
 import { harnessConfigShape, parseAdapterConfig } from './config-schema.js'
+import { parseUntrustedJson } from '../../core/untrusted-json.js'
 
 /** ctx.config of the http adapter. */
 export const HttpConfig = z
@@ -167,7 +168,7 @@ export function responseOutput(text: string, contentType: string): Pick<AdapterO
   let isJson = false
   if (contentType.includes('json') || /^\s*[[{]/.test(text)) {
     try {
-      json = JSON.parse(text)
+      json = parseUntrustedJson(text)
       isJson = true
     } catch {
       isJson = false

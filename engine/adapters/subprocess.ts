@@ -89,6 +89,13 @@ export const MAX_PROTOCOL_ERRORS = 100
  * A protocol conversation is a few lines per step; diagnostics belong on stderr.
  */
 export const MAX_STDOUT_LINES = 100_000
+/**
+ * How many bytes an agent may write to stdout in one attempt before it is stopped. Lines of a
+ * megabyte (the most a protocol line may hold) written as fast as the pipe took them cost a worker
+ * over half a core until the deadline, whatever they held; an attempt's protocol is its tool calls
+ * and its answer, a few megabytes at most.
+ */
+export const MAX_STDOUT_BYTES = 64 * 1024 * 1024
 /** How many bytes an agent may write to stderr in one attempt before it is stopped (the last MAX_STDERR_BYTES are kept): reading them cost a worker over half a core while an agent wrote as fast as it could. */
 export const MAX_STDERR_TOTAL_BYTES = 64 * 1024 * 1024
 /** after `final`, how long the agent may take to exit by itself before its group is stopped */
@@ -137,8 +144,9 @@ interface AgentRun {
   stoppedFor: 'deadline' | 'budget' | 'protocol' | 'stdout' | 'stderr' | undefined
   /** invalid protocol lines so far (only the first MAX_PROTOCOL_ERRORS are in `errors`) */
   protocolErrors: number
-  /** stdout lines so far */
+  /** stdout lines and bytes so far */
   lines: number
+  stdoutBytes: number
   stop: StopReport | undefined
   /** what the sandbox saw of its processes' memory (sandboxed agents only) */
   memory: MemoryReport | undefined
@@ -273,6 +281,7 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
     stoppedFor: undefined,
     protocolErrors: 0,
     lines: 0,
+    stdoutBytes: 0,
     stop: undefined,
     memory: undefined,
     spawnedAtMs: since(),
@@ -387,7 +396,10 @@ async function runAgentProcess(opts: AgentProcessOptions): Promise<AgentRun> {
   }
   const splitter = lineSplitter(onLine, (bytes) => void protocolError(`an output line longer than ${MAX_LINE_BYTES} bytes was dropped (${bytes} bytes)`))
   child.stdout.on('data', (chunk: Buffer) => {
-    if (!abusing) splitter.push(chunk)
+    if (abusing) return
+    run.stdoutBytes += chunk.length
+    if (run.stdoutBytes > MAX_STDOUT_BYTES) return stopReading('stdout')
+    splitter.push(chunk)
   })
 
   child.stdin.write(`${JSON.stringify({ type: 'payload', protocol: AGENT_PROTOCOL_VERSION, payload: opts.payload })}\n`)
@@ -500,7 +512,8 @@ function toAdapterOutput(run: AgentRun, ctx: AdapterContext): AdapterOutput {
   } else if (run.stoppedFor === 'stderr') {
     errors.push({ kind: 'stopped', message: `agent wrote more than ${MAX_STDERR_TOTAL_BYTES / 1024 / 1024} MiB to stderr; stopped` })
   } else if (run.stoppedFor === 'stdout') {
-    errors.push({ kind: 'stopped', message: `agent wrote more than ${MAX_STDOUT_LINES} lines to stdout; stopped (diagnostics belong on stderr)` })
+    const what = run.stdoutBytes > MAX_STDOUT_BYTES ? `${MAX_STDOUT_BYTES / 1024 / 1024} MiB` : `${MAX_STDOUT_LINES} lines`
+    errors.push({ kind: 'stopped', message: `agent wrote more than ${what} to stdout; stopped (diagnostics belong on stderr)` })
   } else if (run.stoppedFor === 'protocol') {
     errors.push({ kind: 'stopped', message: `agent kept sending invalid protocol lines (${run.protocolErrors} by the time it was stopped; the first ${MAX_PROTOCOL_ERRORS} are listed); stopped` })
   } else if (run.final === undefined && run.exit !== undefined && (run.exit.code !== 0 || run.exit.signal !== null)) {

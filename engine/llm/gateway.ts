@@ -18,6 +18,7 @@ import { MODEL_TOOL } from '../../core/faults.js'
 import { answerModelFault, type AttemptFaults } from '../faults.js'
 import { LlmConfigError } from './errors.js'
 import { isLocalModel } from './local/models.js'
+import { parseUntrustedJson } from '../../core/untrusted-json.js'
 
 /** Where the gateway forwards to: an OpenAI-compatible base URL (ending in /v1) and its key. */
 export interface LlmUpstream {
@@ -401,7 +402,7 @@ type CompletionRequest = { ok: true; body: Record<string, unknown>; raw: string 
 async function readCompletionRequest(req: IncomingMessage): Promise<CompletionRequest> {
   try {
     const raw = await readBody(req)
-    const parsed: unknown = JSON.parse(raw)
+    const parsed: unknown = parseUntrustedJson(raw)
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the body must be a JSON object')
     return { ok: true, body: parsed as Record<string, unknown>, raw }
   } catch (error) {
@@ -572,7 +573,7 @@ async function relayStream(upstream: Response, res: ServerResponse, clientWantsU
 
 function parseObject(text: string): Record<string, unknown> | undefined {
   try {
-    const parsed: unknown = JSON.parse(text)
+    const parsed: unknown = parseUntrustedJson(text)
     return isRecord(parsed) ? parsed : undefined
   } catch {
     return undefined

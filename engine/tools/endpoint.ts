@@ -17,6 +17,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { ToolBox } from '../../core/plugins.js'
+import { parseUntrustedJson } from '../../core/untrusted-json.js'
 
 export interface ToolEndpoint {
   /** e.g. http://127.0.0.1:41234/tools — give it to the agent as FORGE_TOOL_URL */
@@ -140,7 +141,7 @@ export async function startToolEndpoint(tools: ToolBox, opts: ToolEndpointOption
 function parseArgs(body: string): unknown {
   if (body.trim() === '') return {}
   try {
-    return JSON.parse(body) as unknown
+    return parseUntrustedJson(body)
   } catch {
     return body
   }

@@ -148,6 +148,15 @@ describe('tool endpoint', () => {
     await expect(fetch(endpoint.url, { headers: { authorization: `Bearer ${endpoint.token}` } })).rejects.toThrow()
   })
 
+  it('records a body nested too deep as a malformed call, never parsing it', async () => {
+    const { endpoint, box, executions } = await setUp()
+    const deep = '['.repeat(100_000)
+    const r = await request(`${endpoint.url}/upper`, { method: 'POST', token: endpoint.token, body: deep })
+    expect(r.status).toBe(200)
+    expect(executions()).toBe(0)
+    expect(box.calls.map((c) => [c.name, c.args === deep])).toEqual([['upper', true]])
+  })
+
   it('refuses connections once closed', async () => {
     const { endpoint } = await setUp()
     await endpoint.close()

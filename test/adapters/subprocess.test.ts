@@ -1,7 +1,7 @@
 /** The subprocess adapter against real agent processes: protocol, output, environment, crashes. */
 import { afterAll, describe, expect, it } from 'vitest'
 import { runAttempt } from '../../engine/attempt-runner.js'
-import { agentEnvironment, MAX_PROTOCOL_ERRORS, MAX_STDERR_TOTAL_BYTES, MAX_STDOUT_LINES, resolveCommand, subprocessAdapter } from '../../engine/adapters/subprocess.js'
+import { agentEnvironment, MAX_PROTOCOL_ERRORS, MAX_STDERR_TOTAL_BYTES, MAX_STDOUT_BYTES, MAX_STDOUT_LINES, resolveCommand, subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { MAX_REFUSED_MODEL_CALLS } from '../../engine/llm/gateway.js'
 import { MAX_BRIDGED_CONNECTIONS } from '../../engine/sandbox/host.js'
 import { loadSuite } from '../../engine/suite-loader.js'
@@ -115,6 +115,14 @@ describe('subprocess adapter', () => {
     expect([result.outcome, result.validity]).toEqual(['fail', 'valid'])
     // what it wrote as text stays within its cap
     expect(Buffer.byteLength(String(trace.output ?? ''))).toBeLessThanOrEqual(64 * 1024)
+  }, 120_000)
+
+  it.each(['json', 'deep', 'plain'])(`stops an agent that writes more than ${MAX_STDOUT_BYTES / 1024 / 1024} MiB to stdout in lines of a megabyte (%s)`, async (kind) => {
+    const { suite, task } = toolSuite({ budget: FAR_DEADLINE })
+    const { result, trace } = await attempt(subprocessAdapter, { command: ['node', agentPath('long-lines.mjs')], env: { KIND: kind } }, suite, task)
+    expect(trace.errors.filter((e) => e.kind === 'stopped')).toEqual([{ kind: 'stopped', message: `agent wrote more than ${MAX_STDOUT_BYTES / 1024 / 1024} MiB to stdout; stopped (diagnostics belong on stderr)` }])
+    expect([result.outcome, result.validity]).toEqual(['fail', 'valid'])
+    expect(trace.spans.find((s) => s.name === 'agent-process')?.attributes['stopped_for']).toBe('stdout')
   }, 120_000)
 
   it(`stops an agent that writes more than ${MAX_STDERR_TOTAL_BYTES / 1024 / 1024} MiB to stderr, keeping its tail`, async () => {

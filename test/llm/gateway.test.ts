@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { PriceTable } from '../../core/pricing.js'
 import { decodingOf, MAX_REFUSED_MODEL_CALLS, resolveUpstream, startLlmGateway, type LlmGateway, type LlmGatewayOptions } from '../../engine/llm/gateway.js'
 import { LlmConfigError } from '../../engine/llm/errors.js'
+import { MAX_JSON_DEPTH } from '../../core/untrusted-json.js'
 import { startScriptedOpenAI, type Script, type ScriptedOpenAI } from '../fakes/scripted-openai.js'
 
 const prices = PriceTable.parse({
@@ -106,6 +107,14 @@ describe('LLM gateway', () => {
     expect(noMessages.status).toBe(400)
     expect(up.requests).toEqual([])
     expect(gw.spans.map((s) => s.attributes['status'])).toEqual(['bad_request'])
+  })
+
+  it('refuses a request body nested too deep before parsing it (V8 took seconds to fail on 16 MiB of brackets)', async () => {
+    const { upstream: up, gateway: gw } = await setUp([{ content: 'never' }])
+    const res = await fetch(`${gw.baseURL}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.apiKey}` }, body: '['.repeat(8 << 20) })
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain(`JSON nested deeper than ${MAX_JSON_DEPTH} levels`)
+    expect(up.requests).toEqual([])
   })
 
   it('relays a stream as it comes, asking the upstream for usage and hiding that chunk from a client that did not ask', async () => {
