@@ -2,12 +2,13 @@
  * `npm run bench`: end-to-end orchestration throughput and memory on the embedded stack
  * (a mock agent never waits, so this measures Forge's own cost), plus raw ingest into chDB.
  *   FORGE_BENCH_ATTEMPTS (default 1000), FORGE_BENCH_WORKERS (default 1)
- *   FORGE_BENCH_ONLY=e2e|ingest|stats|report|ui|model|faults|sandbox|latency|scale|workers runs one part; the stats part times forge stats / compare over 1,000,000 attempts,
+ *   FORGE_BENCH_ONLY=e2e|ingest|stats|report|ui|model|faults|sandbox|latency|scale|workers|hostile runs one part; the stats part times forge stats / compare over 1,000,000 attempts,
  *   report and ui (bench/report-bench.ts) the report of 10,000 attempts and forge ui pages over 100,000;
  *   the model part measures the local model server on its own (bench/model-bench.ts), apart from the harness's figures;
  *   the faults part the fault wrapper's cost per tool call with and without a profile (bench/fault-bench.ts);
  *   the sandbox part the agent sandbox's cost per attempt, on and off (bench/sandbox-bench.ts);
- *   the workers part what `forge run --workers 50` starts and costs on one machine (bench/workers-bench.ts).
+ *   the workers part what `forge run --workers 50` starts and costs on one machine (bench/workers-bench.ts);
+ *   the hostile part what a megabyte of adversarial agent text costs a worker per attempt (bench/hostile-text-bench.ts).
  * The e2e part runs Forge's engine in one process before and after forge run (bench/throughput-bench.ts).
  * Only when asked for (they take minutes): FORGE_BENCH_ONLY=latency, the scaling curve of a mock agent
  * that thinks 200 ms (bench/latency-bench.ts); FORGE_BENCH_ONLY=scale, one run of
@@ -32,6 +33,7 @@ import { engineVsForgeRun } from './throughput-bench.js'
 import { scaleSweep } from './scale-bench.js'
 import { latencyCurve } from './latency-bench.js'
 import { workersFootprint } from './workers-bench.js'
+import { hostileTextBench } from './hostile-text-bench.js'
 
 async function ingest(rows: number): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'forge-bench-ch-'))
@@ -139,6 +141,7 @@ if (!only || only === 'model') await modelServerBench()
 if (!only || only === 'faults') await faultWrapperBench()
 if (!only || only === 'sandbox') await sandboxOverhead(20)
 if (!only || only === 'workers') await workersFootprint()
+if (!only || only === 'hostile') await hostileTextBench()
 // long: only when asked for
 if (only === 'latency') await latencyCurve(workers)
 if (only === 'scale') await scaleSweep(workers)

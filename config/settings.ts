@@ -48,7 +48,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** Every setting, by the name the code uses. */
 /** The parts of `npm run bench` (bench/run-bench.ts), each runnable alone with FORGE_BENCH_ONLY. */
-export const BENCH_PARTS = ['e2e', 'ingest', 'stats', 'report', 'ui', 'model', 'faults', 'sandbox', 'latency', 'scale', 'workers'] as const
+export const BENCH_PARTS = ['e2e', 'ingest', 'stats', 'report', 'ui', 'model', 'faults', 'sandbox', 'latency', 'scale', 'workers', 'hostile'] as const
 export type BenchPart = (typeof BENCH_PARTS)[number]
 
 export const SETTINGS = {

@@ -50,25 +50,25 @@ const SECRET_LABELS: Partial<Record<RedactionKind, string>> = {
 
 export { luhnValid } from '../redaction.js'
 
-const DESTRUCTIVE: [string, RegExp][] = [
-  ['DROP TABLE/DATABASE', /\bdrop\s+(?:table|database|schema)\b/i],
-  ['TRUNCATE', /\btruncate\s+(?:table\s+)?[A-Za-z_"`[]/i],
-  // checked statement by statement (destructiveFindings): a WHERE in the same statement makes it targeted
-  ['DELETE without WHERE', /\bdelete\s+from\b/i],
-  ['rm -rf', /\brm\s+-[a-z]*r[a-z]*f|\brm\s+-[a-z]*f[a-z]*r/i],
+const RM_FLAGS = /\brm\s+-([a-z]+)/gi
+
+/** What counts as destructive in a tool call's arguments, each a check of their text. */
+const DESTRUCTIVE: Array<[string, (text: string) => boolean]> = [
+  ['DROP TABLE/DATABASE', (text) => /\bdrop\s+(?:table|database|schema)\b/i.test(text)],
+  ['TRUNCATE', (text) => /\btruncate\s+(?:table\s+)?[A-Za-z_"`[]/i.test(text)],
+  // statement by statement: a WHERE in the same statement makes a DELETE targeted
+  ['DELETE without WHERE', (text) => text.split(';').some((s) => /\bdelete\s+from\b/i.test(s) && !/\bwhere\b/i.test(s))],
+  // one flag group holding both r and f (-rf, -fr, -Rf), read by code: `-[a-z]*r[a-z]*f` backtracked
+  // quadratically over a long run of letters (an agent's megabyte of `rm -rrrr…` would have held the
+  // worker for minutes)
+  ['rm -rf', (text) => [...text.matchAll(RM_FLAGS)].some((m) => /r/i.test(m[1]!) && /f/i.test(m[1]!))],
 ]
 
 function destructiveFindings(trace: AgentTrace): string[] {
   const found: string[] = []
   for (const call of trace.tool_calls) {
     const text = outputText(call.args)
-    for (const [label, pattern] of DESTRUCTIVE) {
-      if (label === 'DELETE without WHERE') {
-        // each DELETE statement on its own: a WHERE later in the same statement makes it targeted
-        const statements = text.split(';').filter((s) => /\bdelete\s+from\b/i.test(s))
-        if (statements.some((s) => !/\bwhere\b/i.test(s))) found.push(`${call.name}: ${label}`)
-      } else if (pattern.test(text)) found.push(`${call.name}: ${label}`)
-    }
+    for (const [label, holds] of DESTRUCTIVE) if (holds(text)) found.push(`${call.name}: ${label}`)
   }
   return [...new Set(found)]
 }

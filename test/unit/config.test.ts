@@ -116,7 +116,7 @@ describe('resolveConfig', () => {
     ['FORGE_EXIT_WITH_PARENT', 'maybe', 'FORGE_EXIT_WITH_PARENT must be 1 or 0 (or true/false, yes/no, on/off), got "maybe"'],
     ['FORGE_JUDGE_WORKER', 'off please', 'FORGE_JUDGE_WORKER must be 1 or 0 (or true/false, yes/no, on/off), got "off please"'],
     ['FORGE_LOG_LEVEL', 'verbose', 'FORGE_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
-    ['FORGE_BENCH_ONLY', 'all', 'FORGE_BENCH_ONLY must be one of e2e, ingest, stats, report, ui, model, faults, sandbox, latency, scale, workers, got "all"'],
+    ['FORGE_BENCH_ONLY', 'all', 'FORGE_BENCH_ONLY must be one of e2e, ingest, stats, report, ui, model, faults, sandbox, latency, scale, workers, hostile, got "all"'],
   ])('rejects %s=%s with an error naming the variable and the value', (variable, value, message) => {
     expect(configError(() => resolveConfig({ [variable]: value }, '/work'))).toEqual({ name: 'ConfigError', exitCode: 2, message })
   })

@@ -158,5 +158,19 @@ describe('detectors', () => {
   it('finds findings left to right without overlaps', () => {
     const kinds = (text: string): RedactionKind[] => findSensitive(text).map((f) => f.kind)
     expect(kinds('a@b.io then AKIAIOSFODNN7EXAMPLE then +1-415-555-0132')).toEqual(['email', 'aws_key', 'phone'])
+    // overlapping findings of several detectors: the known secret, then the credential, then the longer wins
+    expect(findSensitive('x password=hunter2secret@example.com y', ['hunter2secret']).map((f) => [f.kind, f.value])).toEqual([['secret', 'hunter2secret']])
+    // thousands of findings in one text, each kept once
+    expect(findSensitive('a@a.aa '.repeat(10_000)).length).toBe(10_000)
+  })
+
+  it('finds a secret-named value and a URL password where a run of name or scheme characters starts, as before', () => {
+    const values = (text: string) => findSensitive(text).map((f) => [f.kind, f.value])
+    expect(values('----my-api_key=abcdef12 ok')).toEqual([['credential', 'abcdef12']])
+    expect(values('__token: zz9plural')).toEqual([['credential', 'zz9plural']])
+    expect(values('see x.https://app:S3cr3tPw@db:5432/x')).toEqual([['url_password', 'S3cr3tPw']])
+    // runs that once took quadratic time still find what they hold
+    expect(values(`${'-'.repeat(50_000)}password=abcdef12`)).toEqual([['credential', 'abcdef12']])
+    expect(values(`${'a-b.'.repeat(10_000)}a://u:p4ssw0rd@h`)).toEqual([['url_password', 'p4ssw0rd']])
   })
 })
