@@ -4,9 +4,9 @@
  * seeded decision that never fires) and with 20 % of calls failing at once (500).
  */
 import { FaultProfile, Task } from '../core/contracts/index.js'
-import type { LoadedSuite } from '../core/plugins.js'
 import { attemptFaults } from '../engine/faults.js'
 import { createToolBox } from '../engine/tool-proxy.js'
+import { oneTaskSuite } from './one-task-suite.js'
 
 const task = Task.parse({
   id: 'bench',
@@ -16,17 +16,7 @@ const task = Task.parse({
   budget: { max_tool_calls: 10_000_000, max_retries_per_tool: 10_000_000, max_duration_ms: 600_000 },
   outcome_graders: [{ type: 'exact', expected: 'x' }],
 })
-const suite: LoadedSuite = {
-  name: 'bench',
-  path: '/bench',
-  manifest: { name: 'bench', description: '', version: '0', tasks: 'tasks', goldens: 'goldens', fixtures: 'fixtures' },
-  tasks: [task],
-  tools: new Map([['echo', { name: 'echo', description: '', input_schema: { type: 'object', properties: { value: { type: 'string' } } }, run: (args) => args['value'] }]]),
-  invariants: new Map(),
-  goldens: new Map(),
-  fixtures: new Map([['bench', {}]]),
-  contentHash: '0',
-}
+const suite = oneTaskSuite(task, { name: 'echo', description: '', input_schema: { type: 'object', properties: { value: { type: 'string' } } }, run: (args) => args['value'] })
 
 async function nsPerCall(profile: FaultProfile | undefined, calls: number): Promise<number> {
   const faults = profile === undefined ? undefined : attemptFaults(profile, { runSeed: 'bench', configId: 'c', taskId: 'bench', attempt: 0 })

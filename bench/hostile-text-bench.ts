@@ -9,8 +9,9 @@
  * one hostile agent can hold a worker's event loop for, per attempt.
  */
 import { Task } from '../core/contracts/index.js'
-import type { AgentAdapter, LoadedSuite } from '../core/plugins.js'
+import type { AgentAdapter } from '../core/plugins.js'
 import { runAttempt } from '../engine/attempt-runner.js'
+import { oneTaskSuite } from './one-task-suite.js'
 
 const SIZE = 1 << 20
 
@@ -50,17 +51,7 @@ const task = Task.parse({
     { type: 'json_schema', schema: { type: 'object' } },
   ],
 })
-const suite: LoadedSuite = {
-  name: 'bench',
-  path: '/bench',
-  manifest: { name: 'bench', description: '', version: '0', tasks: 'tasks', goldens: 'goldens', fixtures: 'fixtures' },
-  tasks: [task],
-  tools: new Map([['echo', { name: 'echo', description: '', input_schema: { type: 'object', properties: { text: { type: 'string' } } }, run: (args) => args['text'] }]]),
-  invariants: new Map(),
-  goldens: new Map(),
-  fixtures: new Map([['hostile', {}]]),
-  contentHash: '0',
-}
+const suite = oneTaskSuite(task, { name: 'echo', description: '', input_schema: { type: 'object', properties: { text: { type: 'string' } } }, run: (args) => args['text'] })
 
 function hostileAgent(text: string): AgentAdapter {
   return {
