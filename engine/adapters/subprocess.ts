@@ -29,7 +29,7 @@ import { sandboxConfigShape, unsandboxedNote } from '../sandbox/config.js'
 import { SandboxSetupError } from '../sandbox/errors.js'
 import { openSandbox, type PreparedSandbox } from '../sandbox/host.js'
 import type { MemoryReport, MemoryWatch } from '../sandbox/memory.js'
-import { forgeHomeOf, portOf } from '../sandbox/paths.js'
+import { harnessPaths, portOf } from '../sandbox/paths.js'
 import { loadedSuitePaths } from '../suite-loader.js'
 import { SANDBOX_STARTED_MARK } from '../sandbox/layout.js'
 
@@ -209,8 +209,8 @@ export async function runSubprocessAgent(
           command,
           env: agentEnvironment(config, harnessEnv),
           settings: config.sandbox,
-          // every suite this worker loaded (ground truth) and FORGE_HOME (credentials, the store)
-          protectedPaths: [...loadedSuitePaths(), forgeHomeOf(process.env)],
+          // every suite this worker loaded (ground truth), FORGE_HOME and the worker's other secrets (engine/sandbox/paths.ts)
+          protectedPaths: [...loadedSuitePaths(), ...harnessPaths(process.env)],
           ports,
           ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
           ...(extras.readOnly !== undefined ? { readOnly: extras.readOnly } : {}),

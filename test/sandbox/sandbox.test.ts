@@ -14,6 +14,7 @@ import { subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { sandboxRequested, isolationOf, SandboxSettings } from '../../engine/sandbox/config.js'
 import { openSandbox, probeSandbox } from '../../engine/sandbox/host.js'
 import { overLimit, processMemory } from '../../engine/sandbox/memory.js'
+import { CHART_CONFIG_DIR, harnessPaths } from '../../engine/sandbox/paths.js'
 import { AGENT_NICENESS, initScript, launcherArgv, protectedPathsCheck, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
 import { agentPath, attempt, toolSuite } from '../adapters/helpers.js'
 import { loadSuite, loadedSuitePaths } from '../../engine/suite-loader.js'
@@ -205,6 +206,26 @@ describe('sandbox on this machine', () => {
       // the directory is there (the agent's own), the suite in it is an empty, unreadable mount
       expect(out.stderr).toMatch(/EACCES|permission denied/i)
       expect(out.stdout).toBe('')
+    } finally {
+      await sandbox.close()
+    }
+  })
+
+  it("hides the worker's own secrets wherever they are: TLS keys and certificates, a store outside FORGE_HOME, the chart's /etc/forge", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'forge-secrets-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    chmodSync(dir, 0o755)
+    for (const name of ['tls.key', 'tls.crt', 'ca.crt', 'notes.txt']) writeFileSync(join(dir, name), `${name} CONTENT\n`, { mode: 0o644 })
+    mkdirSync(join(dir, 'store'), { mode: 0o755 })
+    writeFileSync(join(dir, 'store', 'data.bin'), 'rows', { mode: 0o644 })
+    const env = { FORGE_HOME: join(dir, 'home'), FORGE_STORE_PATH: join(dir, 'store'), FORGE_NATS_TLS_KEY: join(dir, 'tls.key'), FORGE_TEMPORAL_TLS_CERT_FILE: join(dir, 'tls.crt'), FORGE_TEMPORAL_TLS_CA_FILE: join(dir, 'ca.crt') }
+    expect(harnessPaths(env, '/')).toEqual([join(dir, 'home'), join(dir, 'store'), join(dir, 'tls.key'), join(dir, 'ca.crt'), join(dir, 'tls.crt'), CHART_CONFIG_DIR])
+    const script = "const fs = require('fs'); const read = (p) => { try { return fs.readFileSync(p, 'utf8') } catch (e) { return e.code } }; console.log(JSON.stringify(['tls.key', 'tls.crt', 'ca.crt', 'notes.txt', 'store/data.bin'].map((f) => read(process.env.DIR + '/' + f))))"
+    // the directory is the agent's to read (sandbox.read_only): everything in it but the secrets
+    const sandbox = await openSandbox({ command: [process.execPath, '-e', script], env: { PATH: '/usr/bin:/bin', DIR: dir }, settings: SandboxSettings.parse({ read_only: [dir] }), protectedPaths: harnessPaths(env), ports: [] })
+    try {
+      const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
+      expect(JSON.parse(out.stdout)).toEqual(['', '', '', 'notes.txt CONTENT\n', 'EACCES'])
     } finally {
       await sandbox.close()
     }
