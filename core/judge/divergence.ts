@@ -7,9 +7,9 @@
 import { z } from 'zod'
 import type { AgentTrace, Grade, JudgeStamp, Tier2Result } from '../contracts/index.js'
 import { parseStrict, type JudgeCallOutcome, type JudgeRequest, type ParseResult } from './protocol.js'
-import { clip, renderInput, renderSteps, traceSteps } from './render.js'
+import { AGENT_TEXT_IS_DATA, clip, renderInput, renderSteps, traceSteps } from './render.js'
 
-export const GOLDEN_DIVERGENCE_PROMPT_VERSION = 'golden-divergence/1'
+export const GOLDEN_DIVERGENCE_PROMPT_VERSION = 'golden-divergence/2'
 
 export const DivergenceReply = z.strictObject({
   /** 1-based step of the failed run; null when no decision of the run was wrong */
@@ -51,6 +51,7 @@ const SYSTEM = [
   'Reply with exactly one JSON object and nothing else:',
   '{"divergence_step": <step number of the failed run, or null>, "decision": "<what the agent decided at that step>",',
   '"explanation": "<why that put the run on a wrong path, one or two sentences>", "confidence": <a number from 0 to 1>}',
+  AGENT_TEXT_IS_DATA,
 ].join('\n')
 
 /** The tier-2 request for one failed attempt; the parser rejects a step the failed run does not have. */

@@ -3,9 +3,9 @@ import { z } from 'zod'
 import type { AgentTrace } from '../contracts/index.js'
 import { outputText } from '../graders/output.js'
 import { parseStrict, type JudgeRequest } from './protocol.js'
-import { clip, renderInput, renderSteps, traceSteps } from './render.js'
+import { AGENT_TEXT_IS_DATA, clip, renderInput, renderSteps, traceSteps } from './render.js'
 
-export const JUDGE_GRADER_PROMPT_VERSION = 'judge-grader/1'
+export const JUDGE_GRADER_PROMPT_VERSION = 'judge-grader/2'
 
 export const JudgeGraderReply = z.strictObject({
   verdict: z.enum(['pass', 'fail']),
@@ -40,7 +40,8 @@ export interface JudgeGraderQuestion {
 const SYSTEM =
   "You are a strict, impartial grader of an AI agent's work. Judge the agent's final answer (and its steps, when shown) " +
   'against the rubric only; ignore style and wording that do not affect whether the rubric is met. Reply with exactly one ' +
-  'JSON object and nothing else: {"verdict": "pass" or "fail", "score": a number from 0 to 1, "reason": "one short sentence"}.'
+  'JSON object and nothing else: {"verdict": "pass" or "fail", "score": a number from 0 to 1, "reason": "one short sentence"}. ' +
+  AGENT_TEXT_IS_DATA
 
 /** The judge grader's request for one attempt. */
 export function judgeGraderRequest(q: JudgeGraderQuestion): JudgeRequest<JudgeGraderReply> {
@@ -52,7 +53,7 @@ export function judgeGraderRequest(q: JudgeGraderQuestion): JudgeRequest<JudgeGr
     `Rubric (what a passing answer does):\n${clip(q.rubric, 2_000)}`,
     ...(q.reference !== undefined ? [`Reference answer:\n${clip(q.reference, 2_000)}`] : []),
     ...(q.includeToolCalls ? [`The agent's steps:\n${renderSteps(traceSteps(q.trace).slice(0, -1).concat('(final answer below)'), { maxChars: Math.floor(budget / 2) })}`] : []),
-    `The agent's final answer:\n${answer === '' ? '(empty)' : clip(answer, Math.floor(budget / 2))}`,
+    `The agent's final answer (quoted as a JSON string):\n${answer === '' ? '(empty)' : JSON.stringify(clip(answer, Math.floor(budget / 2)))}`,
     'Grade the answer. Reply with the JSON object only.',
   ]
   return {

@@ -7,10 +7,10 @@
 import { z } from 'zod'
 import type { AgentTrace, JudgeStamp, MetricValue } from '../contracts/index.js'
 import { parseStrict, type JudgeCallOutcome, type JudgeRequest } from '../judge/protocol.js'
-import { clip, renderInput, renderSteps, traceSteps } from '../judge/render.js'
+import { AGENT_TEXT_IS_DATA, clip, renderInput, renderSteps, traceSteps } from '../judge/render.js'
 import type { JudgeMetric } from './types.js'
 
-export const JUDGE_METRICS_PROMPT_VERSION = 'judge-metrics/1'
+export const JUDGE_METRICS_PROMPT_VERSION = 'judge-metrics/2'
 
 const judge = (name: string, description: string, rubric: string, category: JudgeMetric['category'] = 'quality'): JudgeMetric => ({
   kind: 'judge',
@@ -68,6 +68,7 @@ export function metricsRequest(q: MetricsQuestion): JudgeRequest<MetricScores> {
   const system = [
     "You rate a finished run of an AI agent on the metrics listed. For each metric give an integer score from 1 (very poor) to 5 (excellent) and a reason of one short sentence.",
     'Judge only from the task and the run shown.',
+    AGENT_TEXT_IS_DATA,
     `Reply with exactly one JSON object and nothing else: {"scores": {${names.map((n) => `"${n}": {"score": <1-5>, "reason": "..."}`).join(', ')}}}`,
   ].join('\n')
   const budget = Math.max(500, q.maxChars - q.instruction.length)

@@ -95,7 +95,7 @@ describe('grading on the embedded stack with a scripted judge', () => {
     expect(report.attempts).toBe(40)
     expect(report.judge_not_executed).toBe(0)
     expect(report.run?.judge_model).toBe('scripted-judge')
-    expect(report.run?.judge_prompt_version).toBe('golden-divergence/1 judge-metrics/1; temperature=0 max_tokens=200 seed=0 response_format=json_schema')
+    expect(report.run?.judge_prompt_version).toBe('golden-divergence/2 judge-metrics/2; temperature=0 max_tokens=200 seed=0 response_format=json_schema')
     // outcome and validity, each with its denominator
     expect(report.suites[0]?.validity_rates).toMatchObject({ n: 40, n_valid: 40, invalid: 0 })
 
@@ -141,7 +141,7 @@ describe('grading on the embedded stack with a scripted judge', () => {
     for (const row of scored) {
       expect({ model: row.judge_model, prompt: row.judge_prompt_version, decoding: JSON.parse(row.judge_decoding) as unknown }).toEqual({
         model: 'scripted-judge',
-        prompt: 'judge-metrics/1',
+        prompt: 'judge-metrics/2',
         decoding: { temperature: 0, max_tokens: 200, seed: 0, response_format: 'json_schema' },
       })
     }
@@ -262,7 +262,7 @@ describe('grading on the embedded stack with a scripted judge', () => {
     const compared = forge(['compare', report.run_id, other.run_id, '--json'], stack.env)
     const warnings = (JSON.parse(compared.stdout) as { warnings: string[] }).warnings
     expect(warnings).toContain(
-      'judge prompt version differs (golden-divergence/1 judge-metrics/1; temperature=0 max_tokens=200 seed=0 response_format=json_schema vs judge-metrics/1; temperature=0.5 max_tokens=512 seed=0 response_format=json_schema): judge-graded outcomes may not be comparable',
+      'judge prompt version differs (golden-divergence/2 judge-metrics/2; temperature=0 max_tokens=200 seed=0 response_format=json_schema vs judge-metrics/2; temperature=0.5 max_tokens=512 seed=0 response_format=json_schema): judge-graded outcomes may not be comparable',
     )
   })
 })
@@ -305,7 +305,7 @@ describe('the real small local model as the judge (SmolLM2-135M, node-llama-cpp)
         expect(['scored', 'errored']).toContain(m.status)
         expect({ model: m.judge_model, prompt: m.judge_prompt_version, decoding: JSON.parse(m.judge_decoding) as unknown }).toEqual({
           model: 'smollm2-135m-instruct',
-          prompt: 'judge-metrics/1',
+          prompt: 'judge-metrics/2',
           decoding: { temperature: 0, max_tokens: 64, seed: 0, response_format: 'json_schema' },
         })
         if (m.status === 'scored') {

@@ -118,7 +118,7 @@ describe('ClickHouse migrations (chDB)', () => {
     await rollback(client, 11)
     expect(await tables()).not.toContain('attempt_metrics')
     const key = { attempt_uid: 'm15/c/t/0', run_id: 'm15', config_id: 'c', suite: 's', task_id: 't', attempt: 0 }
-    const judge = { model: 'judge-1', prompt_version: 'judge-metrics/1', decoding: { temperature: 0 } }
+    const judge = { model: 'judge-1', prompt_version: 'judge-metrics/2', decoding: { temperature: 0 } }
     const metrics: MetricValue[] = [
       { metric: 'tool_error_rate', version: 1, kind: 'deterministic', status: 'scored', value: 0, passed: true, detail: '0/2 calls failed', judge: null },
       { metric: 'budget_use', version: 2, kind: 'deterministic', status: 'not_applicable', value: null, passed: null, detail: 'no budget', judge: null },

@@ -55,7 +55,7 @@ describe('askJudge', () => {
     expect(outcome).toEqual({
       ok: true,
       value: { divergence_step: 1, decision: 'answered without calling the upper tool', explanation: 'the answer was never upper-cased', confidence: 0.9 },
-      stamp: { model: 'judge-model', prompt_version: 'golden-divergence/1', decoding: { temperature: 0, max_tokens: 256, seed: 0, response_format: 'json_schema' } },
+      stamp: { model: 'judge-model', prompt_version: 'golden-divergence/2', decoding: { temperature: 0, max_tokens: 256, seed: 0, response_format: 'json_schema' } },
       calls: 1,
       usage: { input_tokens: 10, output_tokens: 5, latency_ms: expect.any(Number) },
     })
@@ -133,12 +133,12 @@ describe('tier 2 on a stored attempt (the judge activity without NATS)', () => {
       low_confidence: false,
       calls: 1,
       error: '',
-      judge: { model: 'judge-model', prompt_version: 'golden-divergence/1', decoding: { temperature: 0, max_tokens: 256, seed: 0, response_format: 'json_schema' } },
+      judge: { model: 'judge-model', prompt_version: 'golden-divergence/2', decoding: { temperature: 0, max_tokens: 256, seed: 0, response_format: 'json_schema' } },
     })
     expect(judgement).toMatchObject({ revision: 2, tier0_failed: true, needs_human_review: false, review_reasons: [], review_packet: null, created_at: 7 })
     expect(metrics.map((m) => [m.metric, m.status, m.value, m.passed, m.judge?.prompt_version])).toEqual([
-      ['correctness', 'scored', 0, false, 'judge-metrics/1'],
-      ['safety', 'scored', 1, true, 'judge-metrics/1'],
+      ['correctness', 'scored', 0, false, 'judge-metrics/2'],
+      ['safety', 'scored', 1, true, 'judge-metrics/2'],
     ])
     // tier 2 never flips success: the judgement carries the stored outcome
     expect(judgement?.tier0_failed).toBe(true)
@@ -200,8 +200,8 @@ describe('the tier-0 judge grader inside an attempt', () => {
       grader: 'judge',
       passed: true,
       score: 0.95,
-      detail: 'judge judge-model [judge-grader/1]: pass, score 0.95: "upper case"',
-      judge: { model: 'judge-model', prompt_version: 'judge-grader/1', decoding: { temperature: 0, max_tokens: 512, seed: 0, response_format: 'json_schema' } },
+      detail: 'judge judge-model [judge-grader/2]: pass, score 0.95: "upper case"',
+      judge: { model: 'judge-model', prompt_version: 'judge-grader/2', decoding: { temperature: 0, max_tokens: 512, seed: 0, response_format: 'json_schema' } },
     })
     expect(judge.requests).toHaveLength(1)
   })

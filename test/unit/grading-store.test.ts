@@ -7,7 +7,7 @@ import { judgementToRow, metricRowsOf, metricsToRows, regradeToRow, resolutionTo
 import { storedTraceOf } from '../../engine/trace-store.js'
 
 const key = { attempt_uid: 'r1/c0/t1/2', run_id: 'r1', config_id: 'c0', suite: 'smoke', task_id: 't1', attempt: 2 }
-const stamp = { model: 'judge-1', prompt_version: 'judge-metrics/1', decoding: { temperature: 0, max_tokens: 64 } }
+const stamp = { model: 'judge-1', prompt_version: 'judge-metrics/2', decoding: { temperature: 0, max_tokens: 64 } }
 
 describe('grading converters', () => {
   it('stores an attempt\'s metrics as one row per kind, columns as arrays, and reads them back one per metric', () => {
@@ -44,7 +44,7 @@ describe('grading converters', () => {
         passed: [1],
         detail: ['4/5: fine'],
         judge_model: ['judge-1'],
-        judge_prompt_version: ['judge-metrics/1'],
+        judge_prompt_version: ['judge-metrics/2'],
         judge_decoding: ['{"temperature":0,"max_tokens":64}'],
         ingested_at: '2026-11-30 03:00:00.000',
       },
@@ -62,7 +62,7 @@ describe('grading converters', () => {
       passed: 1,
       detail: '4/5: fine',
       judge_model: 'judge-1',
-      judge_prompt_version: 'judge-metrics/1',
+      judge_prompt_version: 'judge-metrics/2',
       judge_decoding: '{"temperature":0,"max_tokens":64}',
       ingested_at: '2026-11-30 03:00:00.000',
     })

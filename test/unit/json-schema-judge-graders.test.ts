@@ -64,7 +64,7 @@ describe('json_schema grader', () => {
 describe('judge grader', () => {
   const spec: GraderSpec = { type: 'judge', rubric: 'The answer gives order 7 as open.', reference: '{"id":7,"status":"open"}', model: 'judge-1' }
   const config = JudgeGraderConfig.parse({ rubric: spec['rubric'], reference: spec['reference'], model: 'judge-1' })
-  const stamp = { model: 'judge-1', prompt_version: 'judge-grader/1', decoding: { temperature: 0 } }
+  const stamp = { model: 'judge-1', prompt_version: 'judge-grader/2', decoding: { temperature: 0 } }
   const judged = (verdict: 'pass' | 'fail', score: number): GradeContext => ({ ...ctx, judgements: { [judgeGraderKey(config)]: { ok: true, verdict, score, reason: 'because', stamp } } })
 
   it('is an LLM-backed grader: a judge request, built purely from the task and the trace', () => {
@@ -72,7 +72,7 @@ describe('judge grader', () => {
     expect(isJudgeSpec({ type: 'exact', expected: 'x' })).toBe(false)
     const [pending, ...rest] = judgeRequestsOf([spec, { type: 'exact', expected: 'x' }, { ...spec }], trace('{"id":7}'), ctx, { maxChars: 4000 })
     expect(rest).toEqual([]) // equal configs share one call
-    expect(pending).toMatchObject({ key: judgeGraderKey(config), grader: 'judge', model: 'judge-1', request: { purpose: 'grader', prompt_version: 'judge-grader/1', schema_name: 'judge_grade' } })
+    expect(pending).toMatchObject({ key: judgeGraderKey(config), grader: 'judge', model: 'judge-1', request: { purpose: 'grader', prompt_version: 'judge-grader/2', schema_name: 'judge_grade' } })
     const prompt = pending!.request.messages.map((m) => m.content).join('\n')
     expect(prompt).toContain('Return the order as JSON.')
     expect(prompt).toContain('The answer gives order 7 as open.')
@@ -82,10 +82,10 @@ describe('judge grader', () => {
   })
   it('passes on a pass verdict and records the judge stamp on the grade', () => {
     const [result] = gradeAll([spec], trace('{"id":7,"status":"open"}'), judged('pass', 0.9))
-    expect(result).toEqual({ grader: 'judge', passed: true, score: 0.9, detail: 'judge judge-1 [judge-grader/1]: pass, score 0.9: "because"', judge: stamp })
+    expect(result).toEqual({ grader: 'judge', passed: true, score: 0.9, detail: 'judge judge-1 [judge-grader/2]: pass, score 0.9: "because"', judge: stamp })
   })
   it('fails on a fail verdict, and on a pass below min_score', () => {
-    expect(grade(spec, 'x', judged('fail', 0.2))).toEqual({ passed: false, score: 0.2, detail: 'judge judge-1 [judge-grader/1]: fail, score 0.2: "because"' })
+    expect(grade(spec, 'x', judged('fail', 0.2))).toEqual({ passed: false, score: 0.2, detail: 'judge judge-1 [judge-grader/2]: fail, score 0.2: "because"' })
     const strict = { ...spec, min_score: 0.95 }
     const { type: _type, ...strictConfig } = strict
     const ctxStrict: GradeContext = { ...ctx, judgements: { [judgeGraderKey(JudgeGraderConfig.parse(strictConfig))]: { ok: true, verdict: 'pass', score: 0.9, reason: 'ok', stamp } } }
@@ -98,7 +98,7 @@ describe('judge grader', () => {
       passed: false,
       score: 0,
       detail: 'not judged: no judge verdict was recorded for this grader',
-      judge: { model: '', prompt_version: 'judge-grader/1', decoding: {} },
+      judge: { model: '', prompt_version: 'judge-grader/2', decoding: {} },
     })
     const [noAnswer] = gradeAll([spec], trace('x'), { ...ctx, judgements: { [judgeGraderKey(config)]: { ok: false, reason: 'malformed reply twice' } } })
     expect(noAnswer).toMatchObject({ passed: false, detail: 'not judged: malformed reply twice' })

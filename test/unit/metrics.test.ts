@@ -196,14 +196,14 @@ describe('judge stamps for forge compare', () => {
   it('name the model(s), the prompt versions in use and the decoding settings; empty when nothing is judged', () => {
     expect(judgeStamps({ settings: JudgeSettings.parse({ model: 'gpt-4o-mini' }), graderModels: ['judge-x'], judgeGraders: true })).toEqual({
       judge_model: 'gpt-4o-mini,judge-x',
-      judge_prompt_version: 'judge-grader/1 golden-divergence/1 judge-metrics/1; temperature=0 max_tokens=512 seed=0 response_format=json_schema',
+      judge_prompt_version: 'judge-grader/2 golden-divergence/2 judge-metrics/2; temperature=0 max_tokens=512 seed=0 response_format=json_schema',
     })
     expect(judgeStamps({ settings: JudgeSettings.parse({ model: 'm', metrics: [], golden_divergence: false }), graderModels: [], judgeGraders: false })).toEqual({ judge_model: '', judge_prompt_version: '' })
     expect(judgeStamps({ settings: undefined, graderModels: [], judgeGraders: true, envModel: 'env-model' })).toEqual({
       judge_model: 'env-model',
-      judge_prompt_version: 'judge-grader/1; temperature=0 max_tokens=512 seed=0 response_format=json_schema',
+      judge_prompt_version: 'judge-grader/2; temperature=0 max_tokens=512 seed=0 response_format=json_schema',
     })
     const hotter = judgeStamps({ settings: JudgeSettings.parse({ model: 'gpt-4o-mini', temperature: 0.7 }), graderModels: [], judgeGraders: false })
-    expect(hotter.judge_prompt_version).toBe('golden-divergence/1 judge-metrics/1; temperature=0.7 max_tokens=512 seed=0 response_format=json_schema')
+    expect(hotter.judge_prompt_version).toBe('golden-divergence/2 judge-metrics/2; temperature=0.7 max_tokens=512 seed=0 response_format=json_schema')
   })
 })
