@@ -15,7 +15,7 @@ import { sandboxRequested, isolationOf, SandboxSettings } from '../../engine/san
 import { openSandbox, probeSandbox } from '../../engine/sandbox/host.js'
 import { overLimit, processMemory } from '../../engine/sandbox/memory.js'
 import { CHART_CONFIG_DIR, harnessPaths } from '../../engine/sandbox/paths.js'
-import { AGENT_NICENESS, initScript, launcherArgv, protectedPathsCheck, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
+import { AGENT_NICENESS, initScript, launcherArgv, protectedPathsCheck, scratchInodes, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
 import { agentPath, attempt, toolSuite } from '../adapters/helpers.js'
 import { loadSuite, loadedSuitePaths } from '../../engine/suite-loader.js'
 import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
@@ -85,7 +85,7 @@ describe('sandbox layout (pure)', () => {
     expect(lines[index('cgroup.procs')]).toBe("echo $$ > '/sys/fs/cgroup/pids/forge-sandbox-1/cgroup.procs' || fail 'cannot join /sys/fs/cgroup/pids/forge-sandbox-1/cgroup.procs'")
     expect(script).toContain("'/usr/bin/mount' --bind -o ro,nosuid,nodev '/home/o'\\''brien/agent.py' '/tmp/sbx/root/home/o'\\''brien/agent.py'")
     expect(script).toContain("'/usr/bin/mount' -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,mode=000 forge-hidden '/tmp/sbx/root/opt/agent/suite'")
-    expect(script).toContain("'/usr/bin/mount' -t tmpfs -o nosuid,nodev,size=32m,mode=0700,uid=123456,gid=123456 forge-scratch '/tmp/sbx/root/tmp'")
+    expect(script).toContain("'/usr/bin/mount' -t tmpfs -o nosuid,nodev,size=32m,nr_inodes=8192,mode=0700,uid=123456,gid=123456 forge-scratch '/tmp/sbx/root/tmp'")
     expect(script).toContain("'/usr/sbin/ip' link set lo up")
     expect(script).toContain("'/usr/bin/setpriv' --reuid=123456 --regid=123456 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \"$@\" 0<&4 3>&- 4<&- &")
     expect(script).toContain("'41000=/run/forge/sock/41000.sock'")
@@ -226,6 +226,18 @@ describe('sandbox on this machine', () => {
     try {
       const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
       expect(JSON.parse(out.stdout)).toEqual(['', '', '', 'notes.txt CONTENT\n', 'EACCES'])
+    } finally {
+      await sandbox.close()
+    }
+  })
+
+  it('gives the scratch as many inodes as pages: empty files stop there (ENOSPC), content still fits', async () => {
+    const script = "const fs = require('fs'); let n = 0; try { for (; n < 100000; n++) fs.writeFileSync('/tmp/f' + n, '') } catch (e) { console.log(JSON.stringify({ n, code: e.code })) }"
+    const sandbox = await openSandbox({ command: [process.execPath, '-e', script], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse({ tmpfs_mb: 4 }), protectedPaths: [], ports: [] })
+    try {
+      const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
+      // 4 MiB: 1,024 inodes, the root directory takes one
+      expect(JSON.parse(out.stdout)).toEqual({ n: scratchInodes(4) - 1, code: 'ENOSPC' })
     } finally {
       await sandbox.close()
     }
