@@ -15,6 +15,13 @@ export const SandboxSettings = z
     memory_mb: z.number().int().min(32).max(1_048_576).default(1024).describe("Memory limit of the agent's processes together, in MiB: a cgroup limit where the worker may write one, else each process's RLIMIT_DATA and the worker's watch of their sum (the largest killed past it)."),
     max_pids: z.number().int().min(8).max(65_536).default(256).describe('How many processes and threads the agent may have at once (cgroup pids limit and RLIMIT_NPROC).'),
     tmpfs_mb: z.number().int().min(1).max(65_536).default(256).describe("Size of the agent's writable scratch directory (/tmp inside the sandbox), in MiB."),
+    max_open_files: z
+      .number()
+      .int()
+      .min(64)
+      .max(1_048_576)
+      .default(1024)
+      .describe('How many files each of the agent\'s processes may have open (RLIMIT_NOFILE): with max_pids, a bound on what it takes of the machine\'s file table.'),
   })
   .describe('The agent sandbox (own PID, mount, network, IPC and UTS namespaces).')
 export type SandboxSettings = z.output<typeof SandboxSettings>

@@ -143,7 +143,7 @@ export async function probeSandbox(env: NodeJS.ProcessEnv = process.env): Promis
     const sandbox = await prepareSandbox(candidate, {
       command: ['/bin/sh', '-c', 'exit 0'],
       env: { PATH: '/usr/bin:/bin' },
-      settings: { read_only: [], memory_mb: 64, max_pids: 16, tmpfs_mb: 1 },
+      settings: { read_only: [], memory_mb: 64, max_pids: 16, tmpfs_mb: 1, max_open_files: 64 },
       protectedPaths: [],
       ports: [],
     })
@@ -249,6 +249,7 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
       cgroupProcs,
       uid,
       maxPids: settings.max_pids,
+      maxOpenFiles: settings.max_open_files,
       dataLimitMb: memoryCgroup === undefined ? settings.memory_mb : undefined,
       tmpfsMb: settings.tmpfs_mb,
       cwd: agentCwd,

@@ -66,6 +66,8 @@ export interface SandboxLayout {
   /** the agent's uid/gid (as root); undefined: keep the (user-namespace) root, capabilities dropped */
   uid: number | undefined
   maxPids: number
+  /** RLIMIT_NOFILE of every process in the sandbox */
+  maxOpenFiles: number
   /** RLIMIT_DATA of every process in the sandbox, in MiB, where no memory cgroup limits it (engine/sandbox/memory.ts) */
   dataLimitMb: number | undefined
   tmpfsMb: number
@@ -267,6 +269,9 @@ export function initScript(layout: SandboxLayout): string {
   lines.push(`cd ${R('')}`, `${q(t.pivotRoot)} . ${q(SANDBOX_OLD_ROOT.slice(1))}`, `${q(t.umount)} -l ${q(SANDBOX_OLD_ROOT)}`)
   lines.push(`cd ${q(layout.cwd)}`)
   lines.push(`ulimit -p ${layout.maxPids} 2>/dev/null || true`)
+  // the worker's own limit can be a million (containers): a few processes of one agent holding that many
+  // files would take the machine's whole file table (fs.file-max), and every process on it gets ENFILE
+  lines.push(`ulimit -n ${layout.maxOpenFiles}`)
   if (layout.dataLimitMb !== undefined) lines.push(`ulimit -d ${layout.dataLimitMb * 1024}`)
   const drop = [
     q(t.setpriv),

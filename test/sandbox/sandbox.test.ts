@@ -36,6 +36,7 @@ const layout: SandboxLayout = {
   cgroupProcs: ['/sys/fs/cgroup/pids/forge-sandbox-1/cgroup.procs'],
   uid: 123456,
   maxPids: 64,
+  maxOpenFiles: 1024,
   dataLimitMb: undefined,
   tmpfsMb: 32,
   cwd: '/tmp',
@@ -160,7 +161,7 @@ describe('sandbox layout (pure)', () => {
       'in-process',
       '',
     ])
-    expect(SandboxSettings.parse({})).toEqual({ read_only: [], memory_mb: 1024, max_pids: 256, tmpfs_mb: 256 })
+    expect(SandboxSettings.parse({})).toEqual({ read_only: [], memory_mb: 1024, max_pids: 256, tmpfs_mb: 256, max_open_files: 1024 })
   })
 })
 
@@ -226,6 +227,18 @@ describe('sandbox on this machine', () => {
     try {
       const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
       expect(JSON.parse(out.stdout)).toEqual(['', '', '', 'notes.txt CONTENT\n', 'EACCES'])
+    } finally {
+      await sandbox.close()
+    }
+  })
+
+  it('holds each process to max_open_files, below a worker whose own limit is higher', async () => {
+    const script = "const fs = require('fs'); const held = []; try { for (;;) held.push(fs.openSync('/dev/null', 'r')) } catch (e) { console.log(JSON.stringify({ highest: held.at(-1), code: e.code })) }"
+    const sandbox = await openSandbox({ command: [process.execPath, '-e', script], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse({ max_open_files: 200 }), protectedPaths: [], ports: [] })
+    try {
+      const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
+      // descriptors 0–199: the last one it got is 199
+      expect(JSON.parse(out.stdout)).toEqual({ highest: 199, code: 'EMFILE' })
     } finally {
       await sandbox.close()
     }
