@@ -61,14 +61,14 @@ if ! have kubernetes-validate; then
   python3 -m pip install --quiet --disable-pip-version-check 'kubernetes-validate==1.37.0'
   command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
 fi
-# the agent sandbox (engine/sandbox/) needs unshare, setpriv, mount, pivot_root (util-linux, mount)
+# the agent sandbox (engine/sandbox/) needs unshare, setpriv, prlimit, mount, pivot_root (util-linux, mount)
 # and ip (iproute2) to bring up its loopback; Debian has the first ones, slim images may lack ip
-if ! command -v unshare >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1 || ! command -v ip >/dev/null 2>&1; then
+if ! command -v unshare >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1 || ! command -v prlimit >/dev/null 2>&1 || ! command -v ip >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "installing util-linux, mount and iproute2 for the agent sandbox…"
     apt-get install -y --no-install-recommends util-linux mount iproute2 >/dev/null
   else
-    echo "warning: the agent sandbox needs unshare, setpriv (util-linux) and ip (iproute2); without them runs need --no-sandbox" >&2
+    echo "warning: the agent sandbox needs unshare, setpriv, prlimit (util-linux) and ip (iproute2); without them runs need --no-sandbox" >&2
   fi
 fi
 

@@ -22,6 +22,9 @@ import type { SandboxSettings } from './config.js'
 import {
   AGENT_NICENESS,
   initScript,
+  sandboxLimits,
+  parseHardLimits,
+  type ProcessLimits,
   launcherArgv,
   protectedPathsCheck,
   SANDBOX_LIB_DIR,
@@ -39,6 +42,7 @@ import {
 export interface SandboxTools {
   setpriv: string
   nice: string
+  prlimit: string
   unshare: string
   mount: string
   umount: string
@@ -130,11 +134,11 @@ export async function probeSandbox(env: NodeJS.ProcessEnv = process.env): Promis
       return { ok: false, reason: `FORGE_${name.toUpperCase()}_BIN=${given} is not an executable file` }
     }
   }
-  const required = ['setpriv', 'unshare', 'mount', 'umount', 'pivot_root', 'mkdir', 'ln', 'nice'].map((name) => [name, overrides[name] ? path.resolve(overrides[name]) : findProgram(name, searchPath)] as const)
+  const required = ['setpriv', 'unshare', 'mount', 'umount', 'pivot_root', 'mkdir', 'ln', 'nice', 'prlimit'].map((name) => [name, overrides[name] ? path.resolve(overrides[name]) : findProgram(name, searchPath)] as const)
   const missing = required.filter(([, found]) => found === undefined).map(([name]) => name)
   if (missing.length > 0) return { ok: false, reason: `${missing.join(', ')} not found on PATH (Debian packages util-linux, mount and coreutils)` }
-  const [setpriv, unshare, mount, umount, pivotRoot, mkdir, ln, nice] = required.map(([, found]) => found as string) as [string, string, string, string, string, string, string, string]
-  const tools: SandboxTools = { setpriv, unshare, mount, umount, pivotRoot, mkdir, ln, nice, ip: findProgram('ip', searchPath) }
+  const [setpriv, unshare, mount, umount, pivotRoot, mkdir, ln, nice, prlimit] = required.map(([, found]) => found as string) as [string, string, string, string, string, string, string, string, string]
+  const tools: SandboxTools = { setpriv, unshare, mount, umount, pivotRoot, mkdir, ln, nice, prlimit, ip: findProgram('ip', searchPath) }
   const userNamespace = process.getuid?.() !== 0
   const cgroups = userNamespace ? { memory: undefined, pids: undefined } : cgroupSupport()
   const candidate = { ok: true as const, tools, userNamespace, cgroups }
@@ -248,9 +252,10 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
       socketDir,
       cgroupProcs,
       uid,
-      maxPids: settings.max_pids,
-      maxOpenFiles: settings.max_open_files,
-      dataLimitMb: memoryCgroup === undefined ? settings.memory_mb : undefined,
+      limits: sandboxLimits(
+        { processes: settings.max_pids, openFiles: settings.max_open_files, dataBytes: memoryCgroup === undefined ? settings.memory_mb * 1024 * 1024 : undefined },
+        ownHardLimits(),
+      ),
       tmpfsMb: settings.tmpfs_mb,
       cwd: agentCwd,
       forwards,
@@ -408,6 +413,15 @@ async function bridge(socketPath: string, port: number): Promise<{ close(): Prom
         server.close(() => resolve())
         for (const socket of open) socket.destroy()
       }),
+  }
+}
+
+/** The worker's own hard limits (the sandbox inherits them and can only lower them); none where /proc/self/limits is unreadable. */
+function ownHardLimits(): Partial<ProcessLimits> {
+  try {
+    return parseHardLimits(readFileSync('/proc/self/limits', 'utf8'))
+  } catch {
+    return {}
   }
 }
 

@@ -65,11 +65,8 @@ export interface SandboxLayout {
   cgroupProcs: string[]
   /** the agent's uid/gid (as root); undefined: keep the (user-namespace) root, capabilities dropped */
   uid: number | undefined
-  maxPids: number
-  /** RLIMIT_NOFILE of every process in the sandbox */
-  maxOpenFiles: number
-  /** RLIMIT_DATA of every process in the sandbox, in MiB, where no memory cgroup limits it (engine/sandbox/memory.ts) */
-  dataLimitMb: number | undefined
+  /** the resource limits of every process in the sandbox, set on the init before anything starts */
+  limits: ProcessLimits
   tmpfsMb: number
   /** the agent's working directory inside the sandbox */
   cwd: string
@@ -80,7 +77,7 @@ export interface SandboxLayout {
   /** node binary (a path visible inside) that runs the forwarder, when there are forwards */
   node: string
   /** absolute paths of the host programs the init runs (all under the read-only system directories) */
-  tools: { mount: string; umount: string; pivotRoot: string; setpriv: string; nice: string; ip: string; mkdir: string; ln: string }
+  tools: { mount: string; umount: string; pivotRoot: string; setpriv: string; nice: string; prlimit: string; ip: string; mkdir: string; ln: string }
 }
 
 /** What the host creates in the skeleton before the init runs: mountpoints and symlinks. */
@@ -177,6 +174,60 @@ export function isInside(p: string, dir: string): boolean {
  */
 export const AGENT_NICENESS = 10
 
+/**
+ * Resource limits of the sandbox's processes (soft = hard, so no process can raise its own): processes
+ * and threads (RLIMIT_NPROC, `max_pids`), open files (RLIMIT_NOFILE, `max_open_files`: a worker's own
+ * limit can be a million in a container, and a few processes of one agent holding that many would take
+ * the machine's whole file table), data (RLIMIT_DATA = `memory_mb` where no memory cgroup limits the
+ * sandbox: engine/sandbox/memory.ts). Set by util-linux `prlimit` rather than the shell's `ulimit`,
+ * whose letters differ between shells (bash's `-p` is the pipe size, and failed silently).
+ */
+export interface ProcessLimits {
+  processes: number
+  openFiles: number
+  /** bytes; undefined: not limited here */
+  dataBytes: number | undefined
+}
+
+/** The limits asked for, each at most what the worker itself may have (a limit is only ever lowered, which needs no privilege). */
+export function sandboxLimits(wanted: ProcessLimits, ownHard: Partial<ProcessLimits>): ProcessLimits {
+  const lower = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.min(a, b))
+  return {
+    processes: lower(wanted.processes, ownHard.processes)!,
+    openFiles: lower(wanted.openFiles, ownHard.openFiles)!,
+    dataBytes: wanted.dataBytes === undefined ? undefined : lower(wanted.dataBytes, ownHard.dataBytes),
+  }
+}
+
+/** The hard limits in a /proc/<pid>/limits text ("unlimited" is no limit). */
+export function parseHardLimits(text: string): Partial<ProcessLimits> {
+  const hard = (label: string): number | undefined => {
+    const value = new RegExp(`^${label}\\s+\\S+\\s+(\\S+)`, 'm').exec(text)?.[1]
+    return value === undefined || value === 'unlimited' ? undefined : Number(value)
+  }
+  const out: Partial<ProcessLimits> = {}
+  const processes = hard('Max processes')
+  const openFiles = hard('Max open files')
+  const dataBytes = hard('Max data size')
+  if (processes !== undefined) out.processes = processes
+  if (openFiles !== undefined) out.openFiles = openFiles
+  if (dataBytes !== undefined) out.dataBytes = dataBytes
+  return out
+}
+
+/** The init's line that sets `limits` on itself, inherited by everything it starts. */
+export function prlimitLine(prlimit: string, limits: ProcessLimits): string {
+  const both = (n: number): string => `${n}:${n}`
+  return [
+    shellQuote(prlimit),
+    '--pid',
+    '$$',
+    `--nproc=${both(limits.processes)}`,
+    `--nofile=${both(limits.openFiles)}`,
+    ...(limits.dataBytes !== undefined ? [`--data=${both(limits.dataBytes)}`] : []),
+  ].join(' ')
+}
+
 /** How many inodes the agent's scratch tmpfs has: one per 4 KiB page of its size. */
 export function scratchInodes(tmpfsMb: number): number {
   return tmpfsMb * 256
@@ -268,11 +319,7 @@ export function initScript(layout: SandboxLayout): string {
   lines.push(`${mount} --bind -o ro ${R('/proc/sys')} ${R('/proc/sys')}`)
   lines.push(`cd ${R('')}`, `${q(t.pivotRoot)} . ${q(SANDBOX_OLD_ROOT.slice(1))}`, `${q(t.umount)} -l ${q(SANDBOX_OLD_ROOT)}`)
   lines.push(`cd ${q(layout.cwd)}`)
-  lines.push(`ulimit -p ${layout.maxPids} 2>/dev/null || true`)
-  // the worker's own limit can be a million (containers): a few processes of one agent holding that many
-  // files would take the machine's whole file table (fs.file-max), and every process on it gets ENFILE
-  lines.push(`ulimit -n ${layout.maxOpenFiles}`)
-  if (layout.dataLimitMb !== undefined) lines.push(`ulimit -d ${layout.dataLimitMb * 1024}`)
+  lines.push(prlimitLine(t.prlimit, layout.limits))
   const drop = [
     q(t.setpriv),
     ...(layout.uid !== undefined ? [`--reuid=${layout.uid}`, `--regid=${layout.uid}`, '--clear-groups'] : []),

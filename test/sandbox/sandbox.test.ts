@@ -15,7 +15,7 @@ import { sandboxRequested, isolationOf, SandboxSettings } from '../../engine/san
 import { openSandbox, probeSandbox } from '../../engine/sandbox/host.js'
 import { overLimit, processMemory } from '../../engine/sandbox/memory.js'
 import { CHART_CONFIG_DIR, harnessPaths } from '../../engine/sandbox/paths.js'
-import { AGENT_NICENESS, initScript, launcherArgv, protectedPathsCheck, scratchInodes, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
+import { AGENT_NICENESS, initScript, launcherArgv, parseHardLimits, protectedPathsCheck, sandboxLimits, scratchInodes, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
 import { agentPath, attempt, toolSuite } from '../adapters/helpers.js'
 import { loadSuite, loadedSuitePaths } from '../../engine/suite-loader.js'
 import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
@@ -35,15 +35,13 @@ const layout: SandboxLayout = {
   socketDir: '/tmp/sbx/sock',
   cgroupProcs: ['/sys/fs/cgroup/pids/forge-sandbox-1/cgroup.procs'],
   uid: 123456,
-  maxPids: 64,
-  maxOpenFiles: 1024,
-  dataLimitMb: undefined,
+  limits: { processes: 64, openFiles: 1024, dataBytes: undefined },
   tmpfsMb: 32,
   cwd: '/tmp',
   forwards: [{ port: 41000, socket: '41000.sock' }],
   forwarder: 'process',
   node: '/usr/bin/node',
-  tools: { mount: '/usr/bin/mount', umount: '/usr/bin/umount', pivotRoot: '/usr/sbin/pivot_root', setpriv: '/usr/bin/setpriv', nice: '/usr/bin/nice', ip: '/usr/sbin/ip', mkdir: '/usr/bin/mkdir', ln: '/usr/bin/ln' },
+  tools: { mount: '/usr/bin/mount', umount: '/usr/bin/umount', pivotRoot: '/usr/sbin/pivot_root', setpriv: '/usr/bin/setpriv', nice: '/usr/bin/nice', prlimit: '/usr/bin/prlimit', ip: '/usr/sbin/ip', mkdir: '/usr/bin/mkdir', ln: '/usr/bin/ln' },
 }
 
 describe('sandbox layout (pure)', () => {
@@ -91,7 +89,7 @@ describe('sandbox layout (pure)', () => {
     expect(script).toContain("'/usr/bin/setpriv' --reuid=123456 --regid=123456 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \"$@\" 0<&4 3>&- 4<&- &")
     expect(script).toContain("'41000=/run/forge/sock/41000.sock'")
     expect(index('cgroup.procs')).toBeLessThan(index('--bind -o ro '))
-    expect(index('pivot_root')).toBeLessThan(index('ulimit -p 64'))
+    expect(index('pivot_root')).toBeLessThan(index("'/usr/bin/prlimit' --pid $$ --nproc=64:64 --nofile=1024:1024"))
     expect(index('forwarder.mjs')).toBeLessThan(index('agent started'))
     expect(index('agent started')).toBeLessThan(index('"$@"'))
     expect(lines.filter((l) => l !== '').at(-1)).toBe('exit $status')
@@ -107,10 +105,23 @@ describe('sandbox layout (pure)', () => {
     ])
     expect(index('-t proc')).toBeLessThan(index('shmmni'))
     expect(index('ro \'/tmp/sbx/root/proc/sys\'')).toBeLessThan(index('pivot_root'))
-    expect(initScript(layout)).not.toContain('ulimit -d')
-    const watched = initScript({ ...layout, dataLimitMb: 256 }).split('\n')
-    expect(watched.filter((l) => l.startsWith('ulimit -d'))).toEqual(['ulimit -d 262144'])
-    expect(watched.findIndex((l) => l.startsWith('ulimit -d'))).toBeLessThan(watched.findIndex((l) => l.includes('"$@"')))
+    expect(lines.filter((l) => l.includes('prlimit'))).toEqual(["'/usr/bin/prlimit' --pid $$ --nproc=64:64 --nofile=1024:1024"])
+    const watched = initScript({ ...layout, limits: { ...layout.limits, dataBytes: 256 * 1024 * 1024 } }).split('\n')
+    expect(watched.filter((l) => l.includes('prlimit'))).toEqual(["'/usr/bin/prlimit' --pid $$ --nproc=64:64 --nofile=1024:1024 --data=268435456:268435456"])
+    expect(watched.findIndex((l) => l.includes('prlimit'))).toBeLessThan(watched.findIndex((l) => l.includes('"$@"')))
+  })
+
+  it("sets limits no higher than the worker's own hard limits, read from /proc/self/limits", () => {
+    const limits = [
+      'Limit                     Soft Limit           Hard Limit           Units     ',
+      'Max data size             unlimited            unlimited            bytes     ',
+      'Max processes             96363                96363                processes ',
+      'Max open files            1024                 512                  files     ',
+    ].join('\n')
+    expect(parseHardLimits(limits)).toEqual({ processes: 96363, openFiles: 512 })
+    expect(sandboxLimits({ processes: 256, openFiles: 1024, dataBytes: 1 << 30 }, parseHardLimits(limits))).toEqual({ processes: 256, openFiles: 512, dataBytes: 1 << 30 })
+    expect(sandboxLimits({ processes: 256, openFiles: 1024, dataBytes: undefined }, { dataBytes: 1 << 20 })).toEqual({ processes: 256, openFiles: 1024, dataBytes: undefined })
+    expect(sandboxLimits({ processes: 256, openFiles: 1024, dataBytes: 1 << 30 }, { dataBytes: 1 << 20 })).toMatchObject({ dataBytes: 1 << 20 })
   })
 
   it("reads a process's anonymous and shared memory from its status; kernel threads and zombies have none", () => {
