@@ -7,6 +7,7 @@
  * suite loader turns into a load error), never silently ignored: a checker that skips a rule would
  * pass answers or arguments it should refuse. Pure.
  */
+import { patternHazard } from './regex-safety.js'
 
 export type JsonSchema = Record<string, unknown> | boolean
 
@@ -82,7 +83,7 @@ const KEYWORD_SHAPES: Record<string, Check> = {
   properties: (_v, k) => (isObject(k) && Object.values(k).every(isSchema) ? undefined : 'must be an object of schemas'),
   patternProperties: (_v, k) => {
     if (!isObject(k) || !Object.values(k).every(isSchema)) return 'must be an object of schemas'
-    for (const pattern of Object.keys(k)) if (regexError(pattern)) return `pattern ${show(pattern)} does not compile: ${regexError(pattern)}`
+    for (const pattern of Object.keys(k)) if (regexError(pattern)) return `pattern ${show(pattern)} ${regexError(pattern)}`
     return undefined
   },
   additionalProperties: (_v, k) => (isSchema(k) ? undefined : 'must be a schema or a boolean'),
@@ -103,7 +104,7 @@ const KEYWORD_SHAPES: Record<string, Check> = {
   uniqueItems: (_v, k) => (typeof k === 'boolean' ? undefined : 'must be a boolean'),
   minLength: (_v, k) => (isNonNegativeInteger(k) ? undefined : 'must be a non-negative integer'),
   maxLength: (_v, k) => (isNonNegativeInteger(k) ? undefined : 'must be a non-negative integer'),
-  pattern: (_v, k) => (typeof k !== 'string' ? 'must be a string' : regexError(k) ? `does not compile: ${regexError(k)}` : undefined),
+  pattern: (_v, k) => (typeof k !== 'string' ? 'must be a string' : regexError(k)),
   format: (_v, k) => (typeof k === 'string' && Object.hasOwn(FORMATS, k) ? undefined : `must be one of ${Object.keys(FORMATS).join(', ')}`),
   minimum: (_v, k) => (Number.isFinite(k) ? undefined : 'must be a number'),
   maximum: (_v, k) => (Number.isFinite(k) ? undefined : 'must be a number'),
@@ -122,13 +123,14 @@ const KEYWORD_SHAPES: Record<string, Check> = {
   definitions: (_v, k) => (isObject(k) && Object.values(k).every(isSchema) ? undefined : 'must be an object of schemas'),
 }
 
+/** Why a schema's pattern cannot be used: it does not compile, or it could backtrack exponentially on an agent's argument (core/regex-safety.ts). */
 function regexError(pattern: string): string | undefined {
   try {
     new RegExp(pattern, 'u')
-    return undefined
   } catch (error) {
-    return error instanceof Error ? error.message : String(error)
+    return `does not compile: ${error instanceof Error ? error.message : String(error)}`
   }
+  return patternHazard(pattern)
 }
 
 /** Subschemas of a schema, with the path segment under which each sits (for schemaProblems and $ref). */

@@ -14,6 +14,7 @@ import { decideJudgement } from '../core/review.js'
 import { decideVerdict, type Verdict } from '../core/verdict.js'
 import { gradeTrace, withoutSelfReport } from './grade-trace.js'
 import type { RateLimiter } from './judge/rate-limit.js'
+import { boundRegexpBacktracking } from './regexp-backtracking.js'
 
 /** The golden trace a task names, as the suite holds it; undefined: nothing to localize a failure against. */
 export function goldenTraceOf(suite: LoadedSuite, task: Task): AgentTrace | undefined {
@@ -53,6 +54,8 @@ export interface AttemptGrades {
 
 /** Tier 0/1, verdict, deterministic metrics and judge planning of one trace; no clock, no ids. */
 export async function gradeAttempt(input: GradeAttemptInput): Promise<AttemptGrades> {
+  // a suite's patterns run on the agent's text below: none may backtrack without bound
+  boundRegexpBacktracking()
   const { suite, task, trace } = input
   const graded =
     input.harnessError === undefined

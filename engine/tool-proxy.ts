@@ -16,6 +16,7 @@ import type { FixtureHandle, LoadedSuite, ToolBox } from '../core/plugins.js'
 import { guardToolArgs, type GuardedAnswer } from '../core/answer-guard.js'
 import { validateToolArgs } from '../core/tool-args.js'
 import { runToolCall, type AttemptFaults } from './faults.js'
+import { boundRegexpBacktracking } from './regexp-backtracking.js'
 
 export interface ToolBoxOptions {
   task: Task
@@ -49,6 +50,8 @@ type Refusal = NonNullable<ToolCall['refused']>
 
 /** Builds the tool box of one attempt from the task's allowlist and the suite's tool definitions. */
 export function createToolBox(opts: ToolBoxOptions): RecordingToolBox {
+  // tool schemas' `pattern`s run on the agent's arguments: none may backtrack without bound
+  boundRegexpBacktracking()
   const { task, suite, attemptUid, budget, startedAt } = opts
   const now = opts.now ?? Date.now
   const allowed = new Set(task.tools)

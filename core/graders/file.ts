@@ -4,6 +4,7 @@ import type { GraderDefinition } from '../plugins.js'
 import { baseConfigShape, passFail, type GradeBody } from './common.js'
 import { quote } from './output.js'
 import { parseUntrustedJson } from '../untrusted-json.js'
+import { patternHazard } from '../regex-safety.js'
 
 const CHECKS = ['exists', 'equals', 'contains', 'regex', 'json'] as const
 
@@ -37,6 +38,8 @@ export const FileConfig = z
     if (config.regex !== undefined) {
       try {
         new RegExp(config.regex, config.flags)
+        const hazard = patternHazard(config.regex)
+        if (hazard !== undefined) ctx.addIssue({ code: 'custom', path: ['regex'], message: `the regular expression ${hazard}` })
       } catch (error) {
         ctx.addIssue({ code: 'custom', path: ['regex'], message: `not a valid regular expression: ${error instanceof Error ? error.message : String(error)}` })
       }

@@ -2,6 +2,7 @@ import { z } from 'zod'
 import type { GraderDefinition } from '../plugins.js'
 import { baseConfigShape, fieldShape, passFail } from './common.js'
 import { outputText, quote, selectOutput } from './output.js'
+import { patternHazard } from '../regex-safety.js'
 
 function compileError(pattern: string, flags: string | undefined): string | null {
   try {
@@ -29,7 +30,10 @@ export const RegexConfig = z
     const patternError = compileError(config.pattern, config.flags)
     if (patternError !== null) {
       ctx.addIssue({ code: 'custom', path: ['pattern'], message: `pattern does not compile: ${patternError}` })
+      return
     }
+    const hazard = patternHazard(config.pattern)
+    if (hazard !== undefined) ctx.addIssue({ code: 'custom', path: ['pattern'], message: `pattern ${hazard}` })
   })
 export type RegexConfig = z.output<typeof RegexConfig>
 

@@ -1,8 +1,10 @@
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import type { AgentAdapter, InvariantFn, LoadedSuite } from '../../core/plugins.js'
 import type { Task } from '../../core/contracts/index.js'
 import { LIMITS, executeAttempt, runAttempt, truncateText } from '../../engine/attempt-runner.js'
 import { fakeSuite, fakeTask, fakeTool } from './fake-suite.js'
+import { loadSuite } from '../../engine/suite-loader.js'
+import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
 
 function ticking(start = 1_700_000_000_000): () => number {
   let t = start
@@ -186,4 +188,22 @@ describe('truncateText', () => {
     expect(Buffer.byteLength(cut)).toBeLessThanOrEqual(30)
     expect(cut).toBe('ab€…[truncated 32 bytes]')
   })
+})
+
+describe("a suite's catastrophic pattern on an agent's text", () => {
+  afterAll(() => removeTempSuites())
+  it('is refused at load when it nests a repetition, naming the file and field', async () => {
+    const dir = makeSuite({ 'tasks/beta.yaml': 'id: beta\ninstruction: Shout.\ninput: {}\ntools: [shout]\ngraders:\n  - type: regex\n    pattern: "^(a+)+$"\n' })
+    await expect(loadSuite(dir)).rejects.toThrow(/tasks\/beta\.yaml.*pattern repeats a group that itself repeats \("\(a\+\)\+"\)/s)
+  })
+
+  it('finishes: a regex grader falls back to the linear engine instead of backtracking for hours', async () => {
+    // suite validation refuses nested repetition (^(a+)+$); overlapping alternatives under a repetition
+    // pass it, and ^(a|aa)+$ on sixty a's and a b takes V8's default engine ~1.6^60 steps
+    const evil = `${'a'.repeat(60)}b`
+    const task = fakeTask({ outcome_graders: [{ type: 'regex', pattern: '^(a|aa)+$' }, { type: 'regex', pattern: '^(?:a|aa)+$', flags: 'm' }] })
+    const agent: AgentAdapter = { name: 'evil', invoke: async () => ({ output: evil }) }
+    const result = await executeAttempt(options(agent, fakeSuite({ tasks: [task] }), task))
+    expect([result.outcome, result.grades.map((g) => [g.grader, g.passed])]).toEqual(['fail', [['regex', false], ['regex', false]]])
+  }, 60_000)
 })
