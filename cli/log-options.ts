@@ -50,7 +50,7 @@ export function parseLogOptions(flags: { 'log-level'?: string | undefined; 'log-
 }
 
 export interface RunOutputSinks {
-  /** stdout lines (records, plain progress) */
+  /** stdout lines (records, plain progress): the command's log, which shows terminal controls as escapes (ForgeCommand.log) */
   out(line: string): void
   /** stderr, for the status line and for plain progress under --json */
   err: NodeJS.WritableStream
@@ -73,8 +73,9 @@ export function runOutput(
   describe: (event: RunEvent) => string,
 ): { onEvent(event: RunEvent): void; observe: ObserveRun; finish(): void } {
   const now = sinks.now ?? Date.now
-  // records carry agents' text (errors, tool arguments): shown escaped, never obeyed (core/terminal-text.ts)
-  const write = (line: string) => (sinks.json ? sinks.err.write(`${terminalSafe(line)}\n`) : sinks.out(terminalSafe(line)))
+  // records carry agents' text (errors, tool arguments): shown escaped, never obeyed (core/terminal-text.ts);
+  // `out` is the command's log, which escapes already
+  const write = (line: string) => (sinks.json ? sinks.err.write(`${terminalSafe(line)}\n`) : sinks.out(line))
   const live = sinks.tty && !sinks.json && options.filter.level !== 'silent'
   let statusShown = false
   let runId = ''

@@ -22,11 +22,10 @@ import type { SandboxSettings } from './config.js'
 import {
   AGENT_NICENESS,
   initScript,
-  sandboxLimits,
-  parseHardLimits,
-  type ProcessLimits,
   launcherArgv,
+  parseHardLimits,
   protectedPathsCheck,
+  sandboxLimits,
   SANDBOX_LIB_DIR,
   SANDBOX_SCRATCH,
   SANDBOX_SETUP_EXIT,
@@ -34,6 +33,7 @@ import {
   skeletonEntries,
   forwardSpecs,
   SYSTEM_PATHS,
+  type ProcessLimits,
   type ReadOnlyPath,
   type SandboxLayout,
 } from './layout.js'
@@ -53,7 +53,7 @@ export interface SandboxTools {
 }
 
 export type SandboxSupport =
-  | { ok: true; tools: SandboxTools; userNamespace: boolean; cgroups: CgroupSupport }
+  | { ok: true; tools: SandboxTools; userNamespace: boolean; cgroups: CgroupSupport; hardLimits: Partial<ProcessLimits> }
   | { ok: false; reason: string }
 
 /** Which cgroup v1 controllers the sandbox can use (directories the worker may create children in). */
@@ -141,7 +141,7 @@ export async function probeSandbox(env: NodeJS.ProcessEnv = process.env): Promis
   const tools: SandboxTools = { setpriv, unshare, mount, umount, pivotRoot, mkdir, ln, nice, prlimit, ip: findProgram('ip', searchPath) }
   const userNamespace = process.getuid?.() !== 0
   const cgroups = userNamespace ? { memory: undefined, pids: undefined } : cgroupSupport()
-  const candidate = { ok: true as const, tools, userNamespace, cgroups }
+  const candidate = { ok: true as const, tools, userNamespace, cgroups, hardLimits: ownHardLimits() }
   // the only real test is making one: namespaces may be forbidden (a container's seccomp profile, sysctls)
   try {
     const sandbox = await prepareSandbox(candidate, {
@@ -254,7 +254,7 @@ async function prepareSandbox(found: Extract<SandboxSupport, { ok: true }>, requ
       uid,
       limits: sandboxLimits(
         { processes: settings.max_pids, openFiles: settings.max_open_files, dataBytes: memoryCgroup === undefined ? settings.memory_mb * 1024 * 1024 : undefined },
-        ownHardLimits(),
+        found.hardLimits,
       ),
       tmpfsMb: settings.tmpfs_mb,
       cwd: agentCwd,
@@ -416,7 +416,7 @@ async function bridge(socketPath: string, port: number): Promise<{ close(): Prom
   }
 }
 
-/** The worker's own hard limits (the sandbox inherits them and can only lower them); none where /proc/self/limits is unreadable. */
+/** The worker's own hard limits (the sandbox inherits them and can only lower them), read once by the probe; none where /proc/self/limits is unreadable. */
 function ownHardLimits(): Partial<ProcessLimits> {
   try {
     return parseHardLimits(readFileSync('/proc/self/limits', 'utf8'))

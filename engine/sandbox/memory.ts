@@ -50,14 +50,18 @@ export interface ProcessMemory {
 
 /** Name and RssAnon + RssShmem of a /proc/<pid>/status text; undefined for a kernel thread or a zombie (no memory lines). */
 export function processMemory(pid: number, status: string): ProcessMemory | undefined {
-  const field = (name: string): number | undefined => {
-    const match = new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(status)
+  const kib = (pattern: RegExp): number | undefined => {
+    const match = pattern.exec(status)
     return match === null ? undefined : Number(match[1]) * 1024
   }
-  const anon = field('RssAnon')
+  const anon = kib(RSS_ANON)
   if (anon === undefined) return undefined
-  return { pid, command: /^Name:\t(.*)$/m.exec(status)?.[1] ?? '?', bytes: anon + (field('RssShmem') ?? 0) }
+  return { pid, command: STATUS_NAME.exec(status)?.[1] ?? '?', bytes: anon + (kib(RSS_SHMEM) ?? 0) }
 }
+
+const RSS_ANON = /^RssAnon:\s+(\d+) kB$/m
+const RSS_SHMEM = /^RssShmem:\s+(\d+) kB$/m
+const STATUS_NAME = /^Name:\t(.*)$/m
 
 /**
  * Which processes to kill so that the rest fit in `limit` bytes: the largest first, as the kernel's

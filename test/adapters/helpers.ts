@@ -27,8 +27,9 @@ export function toolSuite(taskFields: Record<string, unknown> = {}): { suite: Lo
   return { suite: fakeSuite({ tools, tasks: [task] }), task, executions: () => executions }
 }
 
-export function attempt(adapter: AgentAdapter, adapterConfig: Record<string, unknown>, suite: LoadedSuite, task: Task, attemptNo = 0): Promise<AttemptExecution> {
-  return runAttempt({ suite, task, adapter, runId: 'run1', configId: 'c0', attempt: attemptNo, runSeed: 'seed', adapterConfig, workerId: 'w-test' })
+/** One attempt; `env` stands in for the worker's environment (default its own). */
+export function attempt(adapter: AgentAdapter, adapterConfig: Record<string, unknown>, suite: LoadedSuite, task: Task, attemptNo = 0, env?: NodeJS.ProcessEnv): Promise<AttemptExecution> {
+  return runAttempt({ suite, task, adapter, runId: 'run1', configId: 'c0', attempt: attemptNo, runSeed: 'seed', adapterConfig, workerId: 'w-test', ...(env !== undefined ? { env } : {}) })
 }
 
 /** Whether a pid is a living process (zombies count as gone). */

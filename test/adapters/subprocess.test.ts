@@ -1,6 +1,5 @@
 /** The subprocess adapter against real agent processes: protocol, output, environment, crashes. */
 import { afterAll, describe, expect, it } from 'vitest'
-import { runAttempt } from '../../engine/attempt-runner.js'
 import { agentEnvironment, MAX_PROTOCOL_ERRORS, MAX_STDERR_TOTAL_BYTES, MAX_STDOUT_BYTES, MAX_STDOUT_LINES, resolveCommand, subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { MAX_REFUSED_MODEL_CALLS } from '../../engine/llm/gateway.js'
 import { MAX_BRIDGED_CONNECTIONS } from '../../engine/sandbox/host.js'
@@ -15,21 +14,13 @@ const smoke = await loadSuite('smoke')
 /** A budget whose deadline the flood tests never reach: the harness, not the clock, must end them. */
 const FAR_DEADLINE = { max_tool_calls: 5, max_retries_per_tool: 2, max_duration_ms: 100_000 }
 
-/** One attempt of a test agent with the attempt's LLM gateway (`llm: true`) in front of an upstream nothing answers. */
+/** The worker's upstream model, which nothing answers: the agents only ever see their attempt's gateway. */
+const UPSTREAM = { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-upstream' }
+
+/** One attempt of a test agent with the attempt's LLM gateway (`llm: true`) in front of the UPSTREAM. */
 function withGateway(agent: string, env: Record<string, string> = {}) {
   const { suite, task } = toolSuite({ outcome_graders: [{ type: 'contains', expected: 'x' }], budget: FAR_DEADLINE })
-  return runAttempt({
-    suite,
-    task,
-    adapter: subprocessAdapter,
-    runId: 'run1',
-    configId: 'c0',
-    attempt: 0,
-    runSeed: 'seed',
-    adapterConfig: { command: ['node', agentPath(agent)], llm: true, env },
-    workerId: 'w-test',
-    env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-upstream' },
-  })
+  return attempt(subprocessAdapter, { command: ['node', agentPath(agent)], llm: true, env }, suite, task, 0, UPSTREAM)
 }
 
 describe('subprocess adapter', () => {
@@ -172,29 +163,17 @@ describe('subprocess adapter', () => {
 
   it('gives the agent the attempt\'s LLM gateway as OPENAI_BASE_URL/OPENAI_API_KEY only when config.llm is true', async () => {
     const { suite, task } = toolSuite({ outcome_graders: [{ type: 'contains', expected: 'x' }] })
-    const upstreamEnv = { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-upstream-secret' }
     const envOf = async (llm: boolean): Promise<Record<string, string>> => {
-      const { result } = await runAttempt({
-        suite,
-        task,
-        adapter: subprocessAdapter,
-        runId: 'run1',
-        configId: 'c0',
-        attempt: 0,
-        runSeed: 'seed',
-        adapterConfig: { command: ['node', agentPath('dump-everything.mjs')], llm },
-        workerId: 'w-test',
-        env: upstreamEnv,
-      })
+      const { result } = await attempt(subprocessAdapter, { command: ['node', agentPath('dump-everything.mjs')], llm }, suite, task, 0, UPSTREAM)
       return (JSON.parse(result.output) as { env: Record<string, string> }).env
     }
     expect(Object.keys(await envOf(false)).filter((k) => k.startsWith('OPENAI'))).toEqual([])
     const env = await envOf(true)
     expect(env['OPENAI_BASE_URL']).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/)
-    expect(env['OPENAI_BASE_URL']).not.toBe(upstreamEnv.OPENAI_BASE_URL)
+    expect(env['OPENAI_BASE_URL']).not.toBe(UPSTREAM.OPENAI_BASE_URL)
     // a per-attempt token of the gateway, never the real key
     expect(env['OPENAI_API_KEY']).toMatch(/^\S{16,}$/)
-    expect(env['OPENAI_API_KEY']).not.toBe(upstreamEnv.OPENAI_API_KEY)
+    expect(env['OPENAI_API_KEY']).not.toBe(UPSTREAM.OPENAI_API_KEY)
   })
 })
 

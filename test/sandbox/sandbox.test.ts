@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { sandboxRequested, isolationOf, SandboxSettings } from '../../engine/sandbox/config.js'
-import { openSandbox, probeSandbox } from '../../engine/sandbox/host.js'
+import { openSandbox, probeSandbox, type SandboxRequest } from '../../engine/sandbox/host.js'
 import { overLimit, processMemory } from '../../engine/sandbox/memory.js'
 import { CHART_CONFIG_DIR, harnessPaths } from '../../engine/sandbox/paths.js'
 import { AGENT_NICENESS, initScript, launcherArgv, parseHardLimits, protectedPathsCheck, sandboxLimits, scratchInodes, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
@@ -234,37 +234,22 @@ describe('sandbox on this machine', () => {
     expect(harnessPaths(env, '/')).toEqual([join(dir, 'home'), join(dir, 'store'), join(dir, 'tls.key'), join(dir, 'ca.crt'), join(dir, 'tls.crt'), CHART_CONFIG_DIR])
     const script = "const fs = require('fs'); const read = (p) => { try { return fs.readFileSync(p, 'utf8') } catch (e) { return e.code } }; console.log(JSON.stringify(['tls.key', 'tls.crt', 'ca.crt', 'notes.txt', 'store/data.bin'].map((f) => read(process.env.DIR + '/' + f))))"
     // the directory is the agent's to read (sandbox.read_only): everything in it but the secrets
-    const sandbox = await openSandbox({ command: [process.execPath, '-e', script], env: { PATH: '/usr/bin:/bin', DIR: dir }, settings: SandboxSettings.parse({ read_only: [dir] }), protectedPaths: harnessPaths(env), ports: [] })
-    try {
-      const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
-      expect(JSON.parse(out.stdout)).toEqual(['', '', '', 'notes.txt CONTENT\n', 'EACCES'])
-    } finally {
-      await sandbox.close()
-    }
+    const out = await nodeInSandbox(script, { read_only: [dir] }, { env: { PATH: '/usr/bin:/bin', DIR: dir }, protectedPaths: harnessPaths(env) })
+    expect(JSON.parse(out.stdout)).toEqual(['', '', '', 'notes.txt CONTENT\n', 'EACCES'])
   })
 
   it('holds each process to max_open_files, below a worker whose own limit is higher', async () => {
     const script = "const fs = require('fs'); const held = []; try { for (;;) held.push(fs.openSync('/dev/null', 'r')) } catch (e) { console.log(JSON.stringify({ highest: held.at(-1), code: e.code })) }"
-    const sandbox = await openSandbox({ command: [process.execPath, '-e', script], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse({ max_open_files: 200 }), protectedPaths: [], ports: [] })
-    try {
-      const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
-      // descriptors 0–199: the last one it got is 199
-      expect(JSON.parse(out.stdout)).toEqual({ highest: 199, code: 'EMFILE' })
-    } finally {
-      await sandbox.close()
-    }
+    const out = await nodeInSandbox(script, { max_open_files: 200 })
+    // descriptors 0–199: the last one it got is 199
+    expect(JSON.parse(out.stdout)).toEqual({ highest: 199, code: 'EMFILE' })
   })
 
   it('gives the scratch as many inodes as pages: empty files stop there (ENOSPC), content still fits', async () => {
     const script = "const fs = require('fs'); let n = 0; try { for (; n < 100000; n++) fs.writeFileSync('/tmp/f' + n, '') } catch (e) { console.log(JSON.stringify({ n, code: e.code })) }"
-    const sandbox = await openSandbox({ command: [process.execPath, '-e', script], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse({ tmpfs_mb: 4 }), protectedPaths: [], ports: [] })
-    try {
-      const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
-      // 4 MiB: 1,024 inodes, the root directory takes one
-      expect(JSON.parse(out.stdout)).toEqual({ n: scratchInodes(4) - 1, code: 'ENOSPC' })
-    } finally {
-      await sandbox.close()
-    }
+    const out = await nodeInSandbox(script, { tmpfs_mb: 4 })
+    // 4 MiB: 1,024 inodes, the root directory takes one
+    expect(JSON.parse(out.stdout)).toEqual({ n: scratchInodes(4) - 1, code: 'ENOSPC' })
   })
 
   it('gives a configured cwd read-only: the agent reads it, writes only to its tmpfs', async () => {
@@ -274,14 +259,9 @@ describe('sandbox on this machine', () => {
     writeFileSync(join(dir, 'notes.txt'), 'read me\n')
     chmodSync(join(dir, 'notes.txt'), 0o644)
     const script = "const fs = require('fs'); let w; try { fs.writeFileSync('x', '1'); w = 'wrote' } catch (e) { w = e.code } fs.writeFileSync('/tmp/y', '1'); console.log(JSON.stringify([process.cwd(), fs.readFileSync('notes.txt', 'utf8'), w, fs.readdirSync('/tmp')]))"
-    const sandbox = await openSandbox({ command: [process.execPath, '-e', script], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse({}), protectedPaths: [], ports: [], cwd: dir })
-    try {
-      const out = await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
-      // (the cwd lies under /tmp here, so its mountpoint shows in the agent's tmpfs)
-      expect(JSON.parse(out.stdout)).toEqual([dir, 'read me\n', 'EROFS', [dir.split('/').pop(), 'y']])
-    } finally {
-      await sandbox.close()
-    }
+    const out = await nodeInSandbox(script, {}, { cwd: dir })
+    // (the cwd lies under /tmp here, so its mountpoint shows in the agent's tmpfs)
+    expect(JSON.parse(out.stdout)).toEqual([dir, 'read me\n', 'EROFS', [dir.split('/').pop(), 'y']])
     expect(readdirSync(dir)).toEqual(['notes.txt'])
   })
 
@@ -388,6 +368,16 @@ async function until(condition: () => boolean, ms: number): Promise<void> {
   while (!condition()) {
     if (performance.now() > deadline) throw new Error(`condition not met within ${ms} ms`)
     await sleep(20)
+  }
+}
+
+/** Runs `script` with node in a sandbox opened with `settings` (and the rest of `request`), to its end. */
+async function nodeInSandbox(script: string, settings: Record<string, unknown> = {}, request: Partial<SandboxRequest> = {}): Promise<{ stdout: string; stderr: string; code: number | null }> {
+  const sandbox = await openSandbox({ command: [process.execPath, '-e', script], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse(settings), protectedPaths: [], ports: [], ...request })
+  try {
+    return await runToEnd(sandbox.argv, sandbox.env, sandbox.spawnCwd)
+  } finally {
+    await sandbox.close()
   }
 }
 
