@@ -7,6 +7,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { hostAllowed, hostOfHeader } from '../core/host-header.js'
 import { harnessBanner } from '../core/run-report.js'
 import { busReader } from '../store/bus-reader.js'
 import { connectBus } from '../store/bus.js'
@@ -29,6 +30,10 @@ export interface UiOptions {
   port: number
   /** rows per page of runs and attempts (default 100) */
   pageSize?: number
+  /** host names requests may be addressed to besides IP addresses and localhost (core/host-header.ts) */
+  allowedHosts?: readonly string[]
+  /** told of each request refused for its Host header (the CLI says why on stderr) */
+  onRefusedHost?: (host: string) => void
 }
 
 export interface UiServer {
@@ -179,7 +184,9 @@ export async function startUi(config: ForgeConfig, opts: UiOptions): Promise<UiS
   const send = (res: ServerResponse, status: number, type: string, body: string) => {
     res.writeHead(status, {
       'content-type': `${type}; charset=utf-8`,
-      'content-security-policy': CSP,
+      // no page of another site may frame it (a page's <meta> CSP cannot say frame-ancestors; a header can)
+      'content-security-policy': `${CSP}; frame-ancestors 'none'`,
+      'x-frame-options': 'DENY',
       'x-content-type-options': 'nosniff',
       'cache-control': 'no-store',
     })
@@ -187,6 +194,12 @@ export async function startUi(config: ForgeConfig, opts: UiOptions): Promise<UiS
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // before anything is read: a page the user visits reaches 127.0.0.1 too, by DNS rebinding
+    if (!hostAllowed(req.headers.host, opts.allowedHosts)) {
+      const host = req.headers.host ?? ''
+      opts.onRefusedHost?.(host)
+      return send(res, 403, 'text/plain', `${refusedHostMessage(host)}\n`)
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD')
       return send(res, 405, 'text/plain', 'forge ui is read-only: GET and HEAD only\n')
@@ -223,4 +236,13 @@ export async function startUi(config: ForgeConfig, opts: UiOptions): Promise<UiS
       await readers.close()
     },
   }
+}
+
+/** Why `forge ui` refused a request for `host`, and how to allow it. */
+export function refusedHostMessage(host: string): string {
+  const name = hostOfHeader(host) ?? '<name>'
+  return (
+    `forge ui refused a request for host "${host}": it answers requests addressed to an IP address or localhost, ` +
+    `so a web page you visit cannot read your runs by DNS rebinding; to reach it by that name, start it with --allow-host ${name}`
+  )
 }

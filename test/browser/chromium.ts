@@ -10,8 +10,8 @@ export const chromiumPath: string | undefined = [process.env['FORGE_CHROMIUM'], 
 export const skipReason = chromiumPath ? '' : ' — SKIPPED: no Chromium found (install Debian\'s chromium or set FORGE_CHROMIUM to its path)'
 if (!chromiumPath) console.warn(`browser tests skipped: no Chromium at /usr/bin/chromium (install Debian's chromium, or set FORGE_CHROMIUM)`)
 
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: chromiumPath!, args: ['--no-sandbox'] })
+export function launchChromium(args: readonly string[] = []): Promise<Browser> {
+  return chromium.launch({ executablePath: chromiumPath!, args: ['--no-sandbox', ...args] })
 }
 
 /** What a page did besides rendering: console errors, uncaught exceptions and every request it made. */

@@ -64,4 +64,36 @@ describe.skipIf(!chromiumPath)(`forge ui in Chromium${skipReason}`, () => {
     expect(watch.requests.every((url) => url.startsWith(ui.url))).toBe(true)
     await page.close()
   })
+
+  it('a page whose name resolves to 127.0.0.1 (DNS rebinding) reads nothing: every request it makes is refused', async () => {
+    const port = new URL(ui.url).port
+    // the browser resolves the attacker's name to this machine, as a rebinding DNS server would make it;
+    // Chromium's own Private Network Access check is off, as Firefox and Safari have none (measured:
+    // with it off and no Host check, the page's fetch read the server's answer)
+    const rebinding = await launchChromium([
+      '--host-resolver-rules=MAP rebind.attacker.example 127.0.0.1',
+      '--disable-features=BlockInsecurePrivateNetworkRequests,PrivateNetworkAccessSendPreflights,PrivateNetworkAccessRespectPreflightResults,LocalNetworkAccessChecks',
+    ])
+    try {
+      const page = await rebinding.newPage()
+      // the attacker's own page, served before the name was rebound (its document only; what its script
+      // fetches goes to the network, where the name now means 127.0.0.1)
+      const origin = `http://rebind.attacker.example:${port}`
+      await page.route(`${origin}/`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>cat pictures</title>' }))
+      await page.goto(`${origin}/`)
+      const read = await page.evaluate(async () => {
+        const res = await fetch('/runs/uib?format=json')
+        return { status: res.status, body: await res.text() }
+      })
+      expect(read.status).toBe(403)
+      expect(read.body).toContain(`forge ui refused a request for host "rebind.attacker.example:${port}"`)
+      expect(read.body).not.toContain('alpha')
+      const opened = await page.goto(`${origin}/runs/uib`)
+      expect(opened?.status()).toBe(403)
+      // the same browser addressing the server by IP address is served
+      expect((await page.goto(`${ui.url}?format=json`))?.status()).toBe(200)
+    } finally {
+      await rebinding.close()
+    }
+  })
 })

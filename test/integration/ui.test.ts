@@ -3,6 +3,7 @@
  * paging walks every attempt once, bad requests get 400/404/405, and between requests the store is
  * free for another process (a `forge run` could take it over).
  */
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,9 +14,11 @@ import { getRunStats } from '../../app/stats.js'
 import type { AttemptResult } from '../../core/contracts/index.js'
 import type { TraceView } from '../../core/span-tree.js'
 import { resolveConfig, type ForgeConfig } from '../../stack/config.js'
+import { packageRoot } from '../../stack/paths.js'
 import { directReader, openClickHouse } from '../../store/clickhouse.js'
 import { migrate } from '../../store/migrations.js'
 import type { AttemptListEntry, RunPageEntry } from '../../store/report-queries.js'
+import { getWithHost } from '../helpers/http-host.js'
 import { forgeAsync } from '../helpers/stack.js'
 import { storeSyntheticRun } from './report-fixture.js'
 
@@ -64,6 +67,7 @@ describe('forge ui', () => {
     expect(page.status).toBe(200)
     expect(page.type).toBe('text/html; charset=utf-8')
     expect(page.csp).toContain("default-src 'none'")
+    expect(page.csp).toContain("frame-ancestors 'none'")
     expect(page.body).toContain('<a href="/runs/ui1">ui1</a>')
   })
 
@@ -120,6 +124,61 @@ describe('forge ui', () => {
     expect(JSON.parse(bad.body)).toEqual({ error: '?after must be <task>/<attempt>, got "beta"' })
     expect(await get('/?offset=-1')).toMatchObject({ status: 400 })
     expect(await get('/', { method: 'POST', body: 'x' })).toMatchObject({ status: 405, body: 'forge ui is read-only: GET and HEAD only\n' })
+  })
+
+  it('answers no request addressed to another name (DNS rebinding): a page cannot read the store through it', async () => {
+    const refused: string[] = []
+    const guarded = await startUi(config, { host: '127.0.0.1', port: 0, allowedHosts: ['forge.example.com'], onRefusedHost: (host) => refused.push(host) })
+    try {
+      const port = new URL(guarded.url).port
+      for (const host of [`rebind.attacker.example:${port}`, '127.0.0.1.nip.io', 'forge.example.com.attacker.example', 'localhost.attacker.example']) {
+        const answer = await getWithHost(`${guarded.url}?format=json`, host)
+        expect(answer.status, host).toBe(403)
+        expect(answer.body).not.toContain('ui1')
+      }
+      expect((await getWithHost(guarded.url, `rebind.attacker.example:${port}`)).body).toBe(
+        `forge ui refused a request for host "rebind.attacker.example:${port}": it answers requests addressed to an IP address or localhost, so a web page you visit cannot read your runs by DNS rebinding; to reach it by that name, start it with --allow-host rebind.attacker.example\n`,
+      )
+      expect(refused[0]).toBe(`rebind.attacker.example:${port}`)
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `ui.localhost:${port}`, `[::1]:${port}`, `forge.example.com:${port}`, 'FORGE.EXAMPLE.COM.']) {
+        const answer = await getWithHost(`${guarded.url}?format=json`, host)
+        expect(answer.status, host).toBe(200)
+        expect((JSON.parse(answer.body) as { total: number }).total).toBe(2)
+      }
+    } finally {
+      await guarded.close()
+    }
+  })
+
+  it('forge ui --allow-host: a name to answer besides IP addresses; a refused request is named on stderr; a bad name is exit 2', async () => {
+    const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'run.js'), 'ui', '--port', '0', '--json', '--allow-host', 'forge.example.com'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stderr = ''
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let stdout = ''
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString()
+          if (stdout.includes('\n')) resolve((JSON.parse(stdout.split('\n')[0]!) as { url: string }).url)
+        })
+        child.once('exit', () => reject(new Error(`forge ui exited: ${stderr}`)))
+      })
+      expect((await getWithHost(url, 'forge.example.com')).status).toBe(200)
+      expect((await getWithHost(url, 'evil.example')).status).toBe(403)
+      await getWithHost(url, 'evil.example')
+      child.kill('SIGINT')
+      expect(await exited).toBe(0)
+      const warned = stderr.replace(/\s*›\s*/g, ' ').replace(/\s+/g, ' ')
+      // once per name, however often a page retries
+      expect(warned.split('forge ui refused a request for host "evil.example"').length - 1).toBe(1)
+      expect(warned).toContain('start it with --allow-host evil.example')
+    } finally {
+      child.kill('SIGKILL')
+    }
+    const bad = await forgeAsync(['ui', '--port', '0', '--allow-host', 'http://forge.example.com:8080'], env)
+    expect(bad.status).toBe(2)
+    expect(bad.stderr).toContain('--allow-host "http://forge.example.com:8080" is not a host name (letters, digits, dots and hyphens; no scheme, port or path)')
   })
 
   it('leaves the embedded store free between requests, so another process can open it', async () => {

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startLocalModelServer, type LocalModelServer } from '../../engine/llm/local/server.js'
 import { smollm2Path } from '../fakes/llama-server.js'
+import { getWithHost } from '../helpers/http-host.js'
 
 let server: LocalModelServer
 const KEY = 'test-key'
@@ -177,6 +178,22 @@ describe('one model, many clients', () => {
     expect(health).toMatchObject({ status: 'ok', model: 'local:smollm2-135m-instruct', path: smollm2Path(), parallel: 2, queued: 0, active: 0 })
     expect(health['rss_bytes']).toBeGreaterThan(50 * 1024 * 1024)
     expect(await (await fetch(`${server.baseURL}/models`, { headers: auth })).json()).toEqual({ object: 'list', data: [{ id: 'local:smollm2-135m-instruct', object: 'model', created: 0, owned_by: 'forge' }] })
+  })
+
+  it('without a key answers only requests addressed to an IP address or localhost (no DNS rebinding); with one, any name that brings the key', async () => {
+    const keyless = await startLocalModelServer({ modelPath: smollm2Path(), parallel: 1, contextSize: 512 })
+    try {
+      const models = `${keyless.baseURL}/models`
+      const rebound = await getWithHost(models, `rebind.attacker.example:${keyless.port}`)
+      expect(rebound.status).toBe(403)
+      expect(JSON.parse(rebound.body)).toMatchObject({
+        error: { message: `the local model server has no API key, so it answers only requests addressed to an IP address or localhost, not "rebind.attacker.example:${keyless.port}" (set FORGE_MODEL_SERVER_KEY to serve it by name)` },
+      })
+      for (const host of [`127.0.0.1:${keyless.port}`, `localhost:${keyless.port}`, 'LOCALHOST']) expect((await getWithHost(models, host)).status, host).toBe(200)
+    } finally {
+      await keyless.close()
+    }
+    expect((await getWithHost(`${server.baseURL}/models`, 'models.internal:8080', { authorization: `Bearer ${KEY}` })).status).toBe(200)
   })
 
   it('says what is wrong with a request it cannot serve', async () => {

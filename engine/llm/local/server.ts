@@ -18,6 +18,7 @@ import { timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { availableParallelism } from 'node:os'
+import { hostAllowed } from '../../../core/host-header.js'
 import { getLlama, LlamaChat, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaContextSequence, type LlamaGrammar } from 'node-llama-cpp'
 import { jsonReplySchema, offeredTools, parseReply, replyGrammar, toHistory, type ChatMessage, type ChatTool } from './chat-format.js'
 
@@ -218,6 +219,17 @@ export async function startLocalModelServer(opts: LocalModelServerOptions): Prom
     if (keyBytes !== undefined && !authorized(req, keyBytes)) {
       req.resume()
       return sendError(res, 401, 'invalid API key for the local model server', 'invalid_request_error')
+    }
+    // without a key, only requests addressed to an IP address or localhost: a web page the user
+    // visits could otherwise use the model through DNS rebinding (core/host-header.ts)
+    if (keyBytes === undefined && !hostAllowed(req.headers.host)) {
+      req.resume()
+      return sendError(
+        res,
+        403,
+        `the local model server has no API key, so it answers only requests addressed to an IP address or localhost, not "${req.headers.host ?? ''}" (set FORGE_MODEL_SERVER_KEY to serve it by name)`,
+        'permission_error',
+      )
     }
     if (req.method === 'GET' && path === '/health') {
       req.resume()
