@@ -10,6 +10,8 @@ import type { RunPlan, Task } from '../core/contracts/index.js'
 import { describeCompleteness, describeHarnessErrors, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import { ConfigError, ForgeError } from '../core/errors.js'
 import { checkTaskSizes, formatBytes } from '../core/message-size.js'
+import { busAccess } from '../store/bus-auth.js'
+import { grantPlan } from '../store/grants.js'
 import { busMaxPayload, connectBus, progressEventsOf, requestIngesterFlush, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import { isolationOf } from '../engine/sandbox/config.js'
@@ -109,7 +111,8 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
   // activity may run several attempts at once, and each of them reserves that many slots to poll
   const maxProcesses = maxLocalWorkerProcesses()
   const lanes = run.workers === 0 ? 1 : attemptLanesFor(workerLayout(run.workers, concurrency, maxProcesses).concurrency)
-  const plan: RunPlan = lanes > 1 ? { ...planned, attempt_lanes: lanes } : planned
+  // granted under the results key (store/grants.ts): the workers run only what Forge's own components planned
+  const plan: RunPlan = grantPlan(lanes > 1 ? { ...planned, attempt_lanes: lanes } : planned, busAccess(endpoints.natsUrl, 'cli').resultsKey)
   if (concurrency < run.concurrency) onEvent({ kind: 'stack', message: `${concurrency} attempt(s) at once per worker: the model server generates ${modelServer.parallel} at once (FORGE_MODEL_PARALLEL)` })
   const nc = await connectBus(endpoints.natsUrl, 'forge-run')
   try {

@@ -12,7 +12,7 @@ import { ConfigError } from '../stack/errors.js'
 import { stackUp } from '../stack/local-stack.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import type { SweepWorkflow, SweepWorkflowInput } from '../workflows/sweep.js'
-import { checkSweep, loadSweepFile } from './sweep.js'
+import { checkSweep, grantField, loadSweepFile } from './sweep.js'
 
 export interface ScheduleInfo {
   id: string
@@ -68,7 +68,8 @@ export async function createSchedule(config: ForgeConfig, request: CreateSchedul
     workflowId: `${SWEEP_WORKFLOW_PREFIX}${request.id}`,
     taskQueue: config.temporal.taskQueue,
     // the cron travels with the sweep in the action's arguments: updatable, and what `schedule list` shows
-    args: [{ spec, schedule_id: request.id, schedule: { cron: request.cron, timezone } }] as Parameters<typeof SweepWorkflow>,
+    // granted (store/grants.ts): the workers run the sweep each night because this CLI, holding the results key, scheduled it
+    args: [{ spec, schedule_id: request.id, schedule: { cron: request.cron, timezone }, ...grantField(spec) }] as Parameters<typeof SweepWorkflow>,
   }
   const scheduleSpec = { cronExpressions: [request.cron], timezone }
   return scheduleClient(config, async (client) => {
@@ -172,3 +173,4 @@ function asConfigError(error: unknown, id: string): Error {
   if (/invalid|cron|time ?zone|location/i.test(message)) return new ConfigError(`schedule "${id}": Temporal refused it: ${message}`, { cause: error })
   return error as Error
 }
+

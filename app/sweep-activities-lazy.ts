@@ -12,9 +12,10 @@ export function lazySweepActivities(env: NodeJS.ProcessEnv = process.env): (deps
     let loaded: Promise<SweepActivities> | undefined
     const load = (): Promise<SweepActivities> => (loaded ??= import('./sweep-activities.js').then((m) => m.sweepActivitiesFor(env)(deps)))
     return {
-      planSweepCell: async (input) => (await load()).planSweepCell(input),
-      evaluateSweepCell: async (input) => (await load()).evaluateSweepCell(input),
-      recordSweep: async (record) => (await load()).recordSweep(record),
+      // every argument forwarded as given (recordSweep's grant is its second)
+      planSweepCell: async (...args) => (await load()).planSweepCell(...args),
+      evaluateSweepCell: async (...args) => (await load()).evaluateSweepCell(...args),
+      recordSweep: async (...args) => (await load()).recordSweep(...args),
     }
   }
 }

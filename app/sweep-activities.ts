@@ -9,10 +9,12 @@ import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { BaselineRecord, type RunPlan } from '../core/contracts/index.js'
-import type { SweepRecord } from '../core/contracts/sweep.js'
-import { cellVerdictOf } from '../core/sweep.js'
-import { publishBaseline, type NatsConnection } from '../store/bus.js'
+import { BaselineRecord, type RunPlan, type RunRecord } from '../core/contracts/index.js'
+import type { SweepRecord, SweepSpec } from '../core/contracts/sweep.js'
+import { canonicalJson } from '../core/faults.js'
+import { baselineNameOf, cellVerdictOf, promotesBaseline, sweepCells, type CellParams } from '../core/sweep.js'
+import { publishBaseline, resultsKey, type NatsConnection } from '../store/bus.js'
+import { grantHolds, grantPlan, grantRefusal } from '../store/grants.js'
 import { busReader } from '../store/bus-reader.js'
 import { directReader, openClickHouse, type StoreReader } from '../store/clickhouse.js'
 import { countAttempts, getRun, listBaselines } from '../store/repositories.js'
@@ -32,12 +34,25 @@ export interface SweepActivityDeps {
   /** how long one evaluation waits for the ingester before it fails and Temporal retries it */
   ingestWaitMs?: number
   now?: () => number
+  /** the key grants are checked and given under (store/grants.ts; default: the bus connection's results key) */
+  resultsKey?: () => string | undefined
 }
 
 export function createSweepActivities(deps: SweepActivityDeps): SweepActivities {
   const now = deps.now ?? Date.now
+  const key = deps.resultsKey ?? resultsKey
+  /** the sweep's grant over its spec, and `cell` one of the cells that spec makes: else nothing of the input is used */
+  const checkCell = (input: { sweep_id: string; spec: SweepSpec; cell: CellParams; grant?: string | undefined }, what: string): void => {
+    if (!grantHolds(key(), 'sweep', input.spec, input.grant)) throw ApplicationFailure.nonRetryable(grantRefusal(`${what} of sweep ${input.sweep_id}`), 'GrantError')
+    const planned = sweepCells(input.spec, input.sweep_id)[input.cell.cell]
+    if (planned === undefined || canonicalJson(planned) !== canonicalJson(input.cell)) {
+      throw ApplicationFailure.nonRetryable(`refused ${what} of sweep ${input.sweep_id}: cell ${input.cell.cell} is not a cell of its spec`, 'GrantError')
+    }
+  }
   return {
-    async planSweepCell({ cell, spec }: PlanCellInput): Promise<RunPlan> {
+    async planSweepCell(input: PlanCellInput): Promise<RunPlan> {
+      const { cell, spec } = input
+      checkCell(input, `planning cell ${cell.cell}`)
       try {
         const { plan } = await planRun(resolveConfig(), {
           suite: cell.suite_ref,
@@ -53,7 +68,8 @@ export function createSweepActivities(deps: SweepActivityDeps): SweepActivities 
           workers: 1,
           concurrency: 1,
         })
-        return plan
+        // the sweep's grant checked out: this cell's run is granted as forge run grants its own
+        return grantPlan(plan, key())
       } catch (error) {
         if (error instanceof ConfigError || error instanceof SuiteLoadError) {
           throw ApplicationFailure.nonRetryable(`cell ${cell.cell} (${cell.suite_ref} × ${cell.adapter}${cell.model ? ` × ${cell.model}` : ''} × seed ${cell.seed}): ${error.message}`, 'ConfigError')
@@ -63,9 +79,22 @@ export function createSweepActivities(deps: SweepActivityDeps): SweepActivities 
     },
 
     async evaluateSweepCell(input: EvaluateCellInput): Promise<CellEvaluation> {
+      const granted = key() !== undefined
+      if (granted) {
+        if (input.spec === undefined || input.cell === undefined) throw ApplicationFailure.nonRetryable(grantRefusal(`evaluating run ${input.run_id}`), 'GrantError')
+        checkCell({ sweep_id: input.sweep_id, spec: input.spec, cell: input.cell, grant: input.grant }, `evaluating cell ${input.cell.cell}`)
+      }
       const reader = await deps.openReader()
       try {
-        await waitForRun(reader, input, deps.ingestWaitMs ?? 60_000)
+        const run = await waitForRun(reader, input, deps.ingestWaitMs ?? 60_000)
+        if (granted && input.spec !== undefined && input.cell !== undefined) {
+          // what would be promoted, and as which baseline, follows from the granted spec, its cell and the stored (signed) run
+          const { spec, cell } = input
+          const baseline = baselineNameOf(spec.baseline, { name: spec.name, suite: run.suite, adapter: cell.adapter, model: cell.model, seed: cell.seed })
+          if (input.run_id !== cell.run_id || input.baseline !== baseline || input.promote !== promotesBaseline(spec, cell)) {
+            throw ApplicationFailure.nonRetryable(`refused evaluating run ${input.run_id}: its run, baseline or promotion is not the one its sweep's spec makes for cell ${cell.cell}`, 'GrantError')
+          }
+        }
         const stats = await getRunStats(reader, input.run_id)
         const base = {
           attempts: stats.attempts,
@@ -100,18 +129,19 @@ export function createSweepActivities(deps: SweepActivityDeps): SweepActivities 
       }
     },
 
-    async recordSweep(record: SweepRecord): Promise<void> {
+    async recordSweep(record: SweepRecord, grant?: string): Promise<void> {
+      if (!grantHolds(key(), 'sweep', record.spec, grant)) throw ApplicationFailure.nonRetryable(grantRefusal(`the record of sweep ${record.sweep_id}`), 'GrantError')
       await publishSweepRecord(deps.js, record)
     },
   }
 }
 
 /** Waits until the store holds every attempt the run published and its final record; retryable when it does not yet. */
-async function waitForRun(reader: StoreReader, input: EvaluateCellInput, waitMs: number): Promise<void> {
+async function waitForRun(reader: StoreReader, input: EvaluateCellInput, waitMs: number): Promise<RunRecord> {
   const deadline = Date.now() + waitMs
   for (;;) {
     const [stored, run] = await Promise.all([countAttempts(reader, input.run_id), getRun(reader, input.run_id)])
-    if (stored >= input.published && run !== undefined && run.status !== 'running') return
+    if (stored >= input.published && run !== undefined && run.status !== 'running') return run
     if (Date.now() > deadline) {
       // retryable: the workflow's policy tries again with backoff while the ingester catches up
       throw ApplicationFailure.retryable(

@@ -13,6 +13,8 @@ import { parse as parseYaml } from 'yaml'
 import { SweepSpec, type SweepRecord } from '../core/contracts/sweep.js'
 import { SWEEP_WORKFLOW_PREFIX, sweepCells } from '../core/sweep.js'
 import type { StoreReader } from '../store/clickhouse.js'
+import { homeResultsKey } from '../store/bus-auth.js'
+import { grantSweep } from '../store/grants.js'
 import { getSweep, listSweeps, type SweepSummary } from '../store/sweep-repositories.js'
 import type { ForgeConfig } from '../stack/config.js'
 import { ConfigError } from '../stack/errors.js'
@@ -149,7 +151,7 @@ export async function runSweep(config: ForgeConfig, opts: SweepOptions, onEvent:
     const handle = await client.workflow.start<typeof SweepWorkflow>('SweepWorkflow', {
       taskQueue: config.temporal.taskQueue,
       workflowId,
-      args: [{ spec, sweep_id: sweepId }],
+      args: [{ spec, sweep_id: sweepId, ...grantField(spec) }],
     })
     onEvent({ kind: 'started', sweep_id: sweepId, workflow_id: workflowId, cells, workers: opts.workers })
     if (opts.detach) return { detached: true, sweep_id: sweepId, workflow_id: workflowId, cells }
@@ -208,4 +210,10 @@ export async function sweepList(reader: StoreReader, opts: { name?: string; limi
 /** Thrown when a sweep's workflow failed or its final record never reached the store. */
 export class SweepFailedError extends Error {
   override name = 'SweepFailedError'
+}
+
+/** A sweep's grant field for its workflow input (none without a results key: nothing checks it then). */
+export function grantField(spec: SweepSpec): { grant?: string } {
+  const grant = grantSweep(spec, homeResultsKey())
+  return grant === undefined ? {} : { grant }
 }

@@ -154,6 +154,11 @@ export function busAccess(natsUrl: string, role: BusRole, env: NodeJS.ProcessEnv
   return access
 }
 
+/** The results key of this machine's CLI without a bus at hand: FORGE_RESULTS_KEY, else FORGE_HOME's (undefined when neither). */
+export function homeResultsKey(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return readSetting('resultsKey', env) ?? readBusSecrets(path.resolve(readSetting('home', env)))?.results_key
+}
+
 /** FORGE_HOME, when its embedded stack's nats-server is the one at `natsUrl`. */
 function homeServing(natsUrl: string, env: NodeJS.ProcessEnv): string | undefined {
   const home = path.resolve(readSetting('home', env))
@@ -167,18 +172,25 @@ function homeServing(natsUrl: string, env: NodeJS.ProcessEnv): string | undefine
 
 /** The key that signs and checks one run's messages. */
 export function runKey(resultsKey: string, runId: string): Buffer {
-  const cacheKey = `${resultsKey}/${runId}`
-  let key = runKeys.get(cacheKey)
+  return derivedKey(resultsKey, `forge-results-v1/${runId}`)
+}
+
+/**
+ * A key derived from the results key for one use (a run's messages, a kind of grant: store/grants.ts),
+ * computed once: a worker signs and tags two messages per attempt, the ingester checks each (issue 15).
+ */
+export function derivedKey(resultsKey: string, label: string): Buffer {
+  const cacheKey = `${resultsKey}/${label}`
+  let key = derivedKeys.get(cacheKey)
   if (key === undefined) {
-    key = createHmac('sha256', Buffer.from(resultsKey, 'hex')).update(`forge-results-v1/${runId}`).digest()
-    if (runKeys.size >= 1024) runKeys.clear()
-    runKeys.set(cacheKey, key)
+    key = createHmac('sha256', Buffer.from(resultsKey, 'hex')).update(label).digest()
+    if (derivedKeys.size >= 1024) derivedKeys.clear()
+    derivedKeys.set(cacheKey, key)
   }
   return key
 }
 
-/** runKey by results key and run: a worker signs and tags two messages per attempt, the ingester checks each (issue 15) */
-const runKeys = new Map<string, Buffer>()
+const derivedKeys = new Map<string, Buffer>()
 
 /** The signature of one message: HMAC-SHA256 of subject and body under the run's key, hex. */
 export function signMessage(resultsKey: string, runId: string, subject: string, body: Uint8Array): string {

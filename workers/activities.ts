@@ -7,7 +7,9 @@ import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { attemptMessageOf, busMaxPayload, createProgressPublisher, publishAttempt, publishRunRecord } from '../store/bus.js'
+import { attemptMessageOf, busMaxPayload, createProgressPublisher, publishAttempt, publishRunRecord, resultsKey } from '../store/bus.js'
+import { attemptScopeOf, planScopeOf, type AttemptScope } from '../core/run-scope.js'
+import { grantHolds, grantRefusal } from '../store/grants.js'
 import { auditEntryOf } from '../core/audit.js'
 import { attemptRefText } from '../core/completeness.js'
 import type { AttemptResult, RunPlan, RunRecord, StoredTrace } from '../core/contracts/index.js'
@@ -44,12 +46,20 @@ export interface ActivityDeps {
   attemptSlots?: number
   /** how long finished attempts' progress events wait for company (default PROGRESS_WINDOW_MS) */
   progressWindowMs?: number
+  /** the key grants are checked under (store/grants.ts; default: the bus connection's results key, none: unchecked) */
+  resultsKey?: () => string | undefined
 }
 
 export function createActivities(deps: ActivityDeps): RunActivities {
   const now = deps.now ?? Date.now
   const slots = new Slots(deps.attemptSlots ?? Number.POSITIVE_INFINITY)
   const progress = createProgressPublisher(deps.nc, deps.progressWindowMs)
+  const key = deps.resultsKey ?? resultsKey
+  // before anything of the input is used: its suite is code this process imports, its adapter config a command it starts
+  const checkAttemptGrant = (input: AttemptScope & { grant?: string | undefined; run_id: string }): void => {
+    if (!grantHolds(key(), 'attempts', attemptScopeOf(input), input.grant)) throw ApplicationFailure.nonRetryable(grantRefusal(`the attempts of run ${input.run_id}`), 'GrantError')
+  }
+  /** one attempt, its grant checked already (runAttempt checks each input, runAttempts its batch's base once) */
   const runOne = async (input: AttemptInput): Promise<AttemptSummary> => {
     const suite = await loadSuiteCached(input.suite_path, input.run_id).catch((error: unknown) => {
       throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
@@ -149,6 +159,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
     async runAttempt(input: AttemptInput): Promise<AttemptSummary> {
       const stopHeartbeat = startHeartbeat()
       try {
+        checkAttemptGrant(input)
         return await slots.run(() => runOne(input))
       } finally {
         stopHeartbeat()
@@ -158,6 +169,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
     },
 
     async runAttempts({ base, items, lanes }: AttemptBatchInput): Promise<AttemptSummary[]> {
+      checkAttemptGrant(base)
       // a retry runs only the attempts the last try did not heartbeat as done (those are published already)
       const done = resumedSummaries(items.length)
       const stopHeartbeat = startHeartbeat(() => done)
@@ -200,6 +212,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
     },
 
     async recordRunStatus({ plan, status, started_at, stopped_tasks, completeness }: RunStatusInput): Promise<number> {
+      if (!grantHolds(key(), 'plan', planScopeOf(plan), plan.grants?.plan)) throw ApplicationFailure.nonRetryable(grantRefusal(`the record of run ${plan.run_id}`), 'GrantError')
       const at = now()
       const startedAt = started_at ?? at
       await publishRunRecord(deps.js, {

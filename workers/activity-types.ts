@@ -1,32 +1,19 @@
 /** The activity surface as types only: workflows import this file and nothing else of workers/. */
 import type { CompletenessReport, RunCompleteness } from '../core/completeness.js'
-import type { FaultProfile, JudgeSettings, RunPlan } from '../core/contracts/index.js'
+import type { JudgeSettings, RunPlan } from '../core/contracts/index.js'
+import type { AttemptScope } from '../core/run-scope.js'
 
-export interface AttemptInput {
-  run_id: string
-  config_id: string
-  suite: string
-  suite_path: string
-  adapter: string
-  adapter_config: Record<string, unknown>
-  /** the run's price table file (RunPlan.price_table); absent: the default table */
-  price_table?: string
-  seed: string
+/** One attempt activity's input: its run's scope (core/run-scope.ts, what the run's attempt grant covers) and the attempt. */
+export interface AttemptInput extends AttemptScope {
   task_id: string
   attempt: number
-  /** the run's judge (RunPlan.judge); set only when the run has one */
-  judge?: JudgeSettings
-  /** set only for runs started with --no-redact, so other inputs stay as they were */
-  no_redact?: true
-  /** set only for runs started with --guard-answers */
-  guard_answers?: true
   /**
    * set when the completeness check re-runs an attempt whose result never reached the store: the
    * round number, so its messages get fresh msg ids (the store still keeps one row per attempt_uid)
    */
   republish?: number
-  /** the run's fault profile (RunPlan.faults); set only when the run injects faults */
-  faults?: FaultProfile
+  /** the run's attempt grant (RunPlan.grants.attempts, store/grants.ts): set when its planner held the results key */
+  grant?: string
 }
 
 /** What an attempt activity returns to its workflow: small on purpose (the result travels via NATS). */
@@ -96,6 +83,8 @@ export interface JudgeInput {
   golden_divergence: boolean
   /** score the judge metrics */
   metrics: boolean
+  /** the run's judge grant (RunPlan.grants.judge, store/grants.ts) */
+  grant?: string
 }
 
 /** What the judge activity returns to its workflow (small: the results travel through NATS). */

@@ -7,6 +7,8 @@ export interface PlanCellInput {
   sweep_id: string
   cell: CellParams
   spec: SweepSpec
+  /** the sweep's grant (SweepWorkflowInput.grant, store/grants.ts) */
+  grant?: string
 }
 
 export interface EvaluateCellInput {
@@ -21,6 +23,10 @@ export interface EvaluateCellInput {
   promote: boolean
   /** the sweep's start (epoch ms): cells compare with the baseline as it was then, not with a version this sweep promoted */
   sweep_started_at: number
+  /** the sweep and the cell `baseline` and `promote` follow from, and the sweep's grant: checked before anything is promoted */
+  spec?: SweepSpec
+  cell?: CellParams
+  grant?: string
 }
 
 /** What the comparison with the baseline found for one cell (a slice of SweepCell). */
@@ -34,6 +40,6 @@ export interface SweepActivities {
   planSweepCell(input: PlanCellInput): Promise<RunPlan>
   /** waits until the run is stored, compares it with its baseline and (optionally) promotes it */
   evaluateSweepCell(input: EvaluateCellInput): Promise<CellEvaluation>
-  /** publishes the sweep's state for the ingester (msg id sweep/<id>/<revision>) */
-  recordSweep(record: SweepRecord): Promise<void>
+  /** publishes the sweep's state for the ingester (msg id sweep/<id>/<revision>); `grant`: the sweep's, over its spec */
+  recordSweep(record: SweepRecord, grant?: string): Promise<void>
 }

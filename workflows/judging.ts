@@ -46,6 +46,7 @@ export function judgeScheduler(plan: RunPlan, tally: RunTally): JudgeScheduler {
           judge,
           golden_divergence: summary.judge.golden_divergence,
           metrics: summary.judge.metrics,
+          ...(plan.grants?.judge !== undefined ? { grant: plan.grants.judge } : {}),
         }).then(
           () => {
             tally.judged = (tally.judged ?? 0) + 1

@@ -22,6 +22,8 @@ export interface SweepWorkflowInput {
   schedule_id?: string
   /** the Schedule's cron and time zone, kept beside the spec (forge schedule list shows them) */
   schedule?: { cron: string; timezone: string }
+  /** who started or scheduled it: the grant of `spec` (store/grants.ts), checked by every sweep activity */
+  grant?: string
 }
 
 export interface SweepWorkflowResult {
@@ -52,6 +54,7 @@ export async function SweepWorkflow(input: SweepWorkflowInput): Promise<SweepWor
   const { recordSweep } = proxyActivities<SweepActivities>(bookkeepingActivityOptions)
 
   const params = sweepCells(spec, sweepId)
+  const granted = input.grant !== undefined ? { grant: input.grant } : {}
   const cells: SweepCell[] = params.map((p) => ({
     cell: p.cell,
     run_id: p.run_id,
@@ -89,7 +92,7 @@ export async function SweepWorkflow(input: SweepWorkflowInput): Promise<SweepWor
       finished_at: finishedAt,
       revision: revision++,
       cells: cells.map((c) => ({ ...c })),
-    })
+    }, input.grant)
 
   await record('running')
 
@@ -103,7 +106,7 @@ export async function SweepWorkflow(input: SweepWorkflowInput): Promise<SweepWor
     }
     let plan: RunPlan
     try {
-      plan = await planSweepCell({ sweep_id: sweepId, cell: p, spec })
+      plan = await planSweepCell({ sweep_id: sweepId, cell: p, spec, ...granted })
     } catch (error) {
       if (isCancellation(error)) throw error
       fail('planning the cell failed', error)
@@ -131,6 +134,9 @@ export async function SweepWorkflow(input: SweepWorkflowInput): Promise<SweepWor
         published,
         promote: promotesBaseline(spec, p),
         sweep_started_at: startedAt,
+        spec,
+        cell: p,
+        ...granted,
       })
       Object.assign(cell, evaluation)
       cell.status = 'completed'

@@ -2,6 +2,7 @@
 import { RetryState } from '@temporalio/common'
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow'
 import type { RunPlan } from '../core/contracts/index.js'
+import { attemptScopeOfPlan } from '../core/run-scope.js'
 import type { AttemptInput } from '../workers/activity-types.js'
 import { NON_RETRYABLE_ERROR_TYPES } from './activity-options.js'
 
@@ -31,20 +32,6 @@ export function mergeTally(into: RunTally, from: RunTally): void {
 
 /** The input of one attempt activity; only runs with a judge, their own price table or faults carry it, so other inputs stay as they were. */
 export function attemptInputOf(plan: RunPlan, taskId: string, attempt: number): AttemptInput {
-  return {
-    run_id: plan.run_id,
-    config_id: plan.config_id,
-    suite: plan.suite,
-    suite_path: plan.suite_path,
-    adapter: plan.adapter,
-    adapter_config: plan.adapter_config,
-    ...(plan.price_table !== undefined ? { price_table: plan.price_table } : {}),
-    seed: plan.seed,
-    task_id: taskId,
-    attempt,
-    ...(plan.judge !== undefined ? { judge: plan.judge } : {}),
-    ...(plan.redact === false ? { no_redact: true as const } : {}),
-    ...(plan.guard_answers === true ? { guard_answers: true as const } : {}),
-    ...(plan.faults !== undefined ? { faults: plan.faults.profile } : {}),
-  }
+  // the run's scope as its grant covers it (its absent fields are undefined: the input's JSON has none)
+  return { ...attemptScopeOfPlan(plan), task_id: taskId, attempt, ...(plan.grants !== undefined ? { grant: plan.grants.attempts } : {}) }
 }

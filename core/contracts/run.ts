@@ -100,6 +100,11 @@ export const RunPlan = z.object({
   guard_answers: z.boolean().default(false),
   /** absent: no fault is injected (attempt inputs stay as before fault injection existed) */
   faults: FaultPlan.optional(),
+  /**
+   * who planned it (store/grants.ts): HMACs under the results key over the plan, its attempts' run
+   * scope and its judge's; a worker holding the key refuses activities without a valid one
+   */
+  grants: z.object({ plan: z.string(), attempts: z.string(), judge: z.string().optional() }).strict().optional(),
 })
 export type RunPlan = z.infer<typeof RunPlan>
 

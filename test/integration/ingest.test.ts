@@ -6,7 +6,9 @@ import { attemptKeyOf } from '../../core/identity.js'
 import { wellFormed } from '../../core/well-formed.js'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { openReader } from '../../app/store-access.js'
-import { attemptMessageOf, connectBus, encodeJson, jetstream, progressEventsOf, publishAttempt, publishAttemptResult, publishResult, readStoredTrace, RESULTS_STREAM, subjects, type NatsConnection } from '../../store/bus.js'
+import { attemptMessageOf, connectBus, encodeJson, jetstream, progressEventsOf, publishAttempt, publishAttemptResult, publishResult, readStoredTrace, RESULTS_STREAM, resultsKey, subjects, type NatsConnection } from '../../store/bus.js'
+import { attemptScopeOf, type AttemptScope } from '../../core/run-scope.js'
+import { grantOf } from '../../store/grants.js'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import { createActivities } from '../../workers/activities.js'
 import type { AttemptBatchInput, AttemptSummary } from '../../workers/activity-types.js'
@@ -110,18 +112,25 @@ async function rowsOnceThere<T>(sql: string, atLeast: number): Promise<T[]> {
 }
 
 /** an attempt of the smoke suite's echo_greeting, as a shard hands it to the attempt activity */
-const echoInput = (runId: string, overrides: { suite_path?: string; adapter?: string; adapter_config?: Record<string, unknown> } = {}) => ({
-  run_id: runId,
-  config_id: 'c0',
-  suite: 'smoke',
-  suite_path: join(packageRoot(), 'suites', 'smoke'),
-  adapter: 'mock',
-  adapter_config: {},
-  seed: 'x',
-  task_id: 'echo_greeting',
-  attempt: 0,
-  ...overrides,
-})
+/** an attempt input granted as a planner grants it (store/grants.ts): the worker's activities check it under the stack's key */
+const granted = <T extends AttemptScope>(input: T): T & { grant?: string } => {
+  const key = resultsKey()
+  return key === undefined ? input : { ...input, grant: grantOf(key, 'attempts', attemptScopeOf(input)) }
+}
+
+const echoInput = (runId: string, overrides: { suite_path?: string; adapter?: string; adapter_config?: Record<string, unknown> } = {}) =>
+  granted({
+    run_id: runId,
+    config_id: 'c0',
+    suite: 'smoke',
+    suite_path: join(packageRoot(), 'suites', 'smoke'),
+    adapter: 'mock',
+    adapter_config: {},
+    seed: 'x',
+    task_id: 'echo_greeting',
+    attempt: 0,
+    ...overrides,
+  })
 
 /** messages the results stream holds on each of the given subjects */
 async function held(...names: string[]): Promise<number[]> {
@@ -261,7 +270,7 @@ describe('ingest', () => {
 
 describe('a batch activity with attempt lanes (issue 15)', () => {
   const batch = (runId: string, count: number, lanes: number): AttemptBatchInput => ({
-    base: { run_id: runId, config_id: 'c0', suite: 'smoke', suite_path: join(packageRoot(), 'suites', 'smoke'), adapter: 'mock', adapter_config: { delay_ms: 300 }, seed: 'x' },
+    base: granted({ run_id: runId, config_id: 'c0', suite: 'smoke', suite_path: join(packageRoot(), 'suites', 'smoke'), adapter: 'mock', adapter_config: { delay_ms: 300 }, seed: 'x' }),
     items: Array.from({ length: count }, (_, attempt) => ({ task_id: 'echo_greeting', attempt })),
     lanes,
   })

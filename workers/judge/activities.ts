@@ -17,7 +17,9 @@ import { judgeMetricValues, metricsRequest, selectJudgeMetrics } from '../../cor
 import { auditEntryOf } from '../../core/audit.js'
 import { wellFormed } from '../../core/well-formed.js'
 import { judgeAuditRows, judgementKey } from '../../store/audit.js'
-import { publishJudgeOutcome, readStoredTrace } from '../../store/bus.js'
+import { publishJudgeOutcome, readStoredTrace, resultsKey } from '../../store/bus.js'
+import { judgeScopeOf } from '../../core/run-scope.js'
+import { grantHolds, grantRefusal } from '../../store/grants.js'
 import type { JudgeActivities, JudgeInput, JudgeSummary } from '../activity-types.js'
 import { SuiteLoadError } from '../../engine/errors.js'
 import { goldenTraceOf, judgementOf } from '../../engine/grading-pipeline.js'
@@ -35,6 +37,8 @@ export interface JudgeActivityDeps {
   now?: () => number
   /** extra pacing of calls inside one activity (default none: Temporal rate-limits the activities) */
   limiter?: RateLimiter
+  /** the key grants are checked under (store/grants.ts; default: the bus connection's results key) */
+  resultsKey?: () => string | undefined
 }
 
 const unlimited: RateLimiter = { acquire: async () => undefined }
@@ -43,6 +47,10 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
   const now = deps.now ?? Date.now
   return {
     async judgeAttempt(input: JudgeInput): Promise<JudgeSummary> {
+      // before its suite is loaded or anything is published: the run's judge grant
+      if (!grantHolds((deps.resultsKey ?? resultsKey)(), 'judge', judgeScopeOf(input), input.grant)) {
+        throw ApplicationFailure.nonRetryable(grantRefusal(`judging attempt ${input.attempt_uid}`), 'GrantError')
+      }
       const suite = await loadSuiteCached(input.suite_path, input.run_id).catch((error: unknown) => {
         throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
       })
@@ -52,6 +60,10 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
       // published and acknowledged before the attempt activity returned: missing means the stream lost it
       if (raw === undefined) throw ApplicationFailure.retryable(`no stored trace for attempt ${input.attempt_uid} in the results stream`, 'TraceNotFound')
       const stored = StoredTrace.parse(raw)
+      // the grant is the run's: the trace judged must be one of its attempts
+      if (stored.run_id !== input.run_id || stored.config_id !== input.config_id || stored.task_id !== input.task_id) {
+        throw ApplicationFailure.nonRetryable(`refused judging attempt ${input.attempt_uid}: it is an attempt of run ${stored.run_id}, not of ${input.run_id}`, 'GrantError')
+      }
       const { metrics, judgement, tier2 } = await judgeStoredAttempt({
         task,
         golden: goldenTraceOf(suite, task),
