@@ -6,6 +6,7 @@
 import { readSetting } from '../config/index.js'
 import { spawn } from 'node:child_process'
 import { randomInt } from 'node:crypto'
+import { ensurePrivateDir } from '../store/private-dir.js'
 import { chmodSync, closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, Socket } from 'node:net'
 import { join } from 'node:path'
@@ -147,6 +148,7 @@ export interface StackUpOptions {
  * clients (workers, the ingester, a waiting `forge run`) reconnect by themselves (issue 12).
  */
 export async function stackUp(config: ForgeConfig, log: (line: string) => void = () => undefined, opts: StackUpOptions = {}): Promise<Endpoints> {
+  ensurePrivateDir(config.home)
   mkdirSync(join(config.home, 'logs'), { recursive: true })
   return withLock(config.home, async () => {
     const state = readStackState(config.home)
@@ -591,7 +593,7 @@ export function tail(file: string, lines = 15): string {
 
 /** A lock directory with the holder's pid; a lock whose holder died is taken over. */
 export async function withLock<T>(home: string, fn: () => Promise<T>): Promise<T> {
-  mkdirSync(home, { recursive: true })
+  ensurePrivateDir(home)
   const lock = join(home, 'stack.lock')
   const deadline = Date.now() + 120_000
   for (;;) {

@@ -3,7 +3,7 @@
  * only the connection differs: chDB in-process (embedded) or a ClickHouse server over HTTP (fleet).
  */
 import type { ClickHouseClient, createClient } from '@clickhouse/client'
-import { mkdirSync } from 'node:fs'
+import { ensurePrivateDir } from './private-dir.js'
 import { createRequire } from 'node:module'
 import { QueryRefusedError, StoreError, StoreLockedError } from './errors.js'
 import { readOnlyQuery } from './read-only-query.js'
@@ -50,7 +50,7 @@ export async function openClickHouse(location: StoreLocation): Promise<ClickHous
     if (!ping.success) throw new StoreError(`cannot reach ClickHouse at ${location.url}: ${String(ping.error)}`, { cause: ping.error })
     return client
   }
-  mkdirSync(location.path, { recursive: true })
+  ensurePrivateDir(location.path)
   // chdb/connection is published as CommonJS only
   const require = createRequire(import.meta.url)
   const { createChdbConnection } = require('chdb/connection') as typeof import('chdb/connection')
