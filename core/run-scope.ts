@@ -35,7 +35,7 @@ export function attemptScopeOf(input: AttemptScope): AttemptScope {
 
 /** The run scope of a plan's attempts, as workflows/tally.ts attemptInputOf puts it in every input (absent fields undefined: JSON drops them). */
 export function attemptScopeOfPlan(plan: RunPlan): AttemptScope {
-  return attemptScopeOf({
+  return {
     run_id: plan.run_id,
     config_id: plan.config_id,
     suite: plan.suite,
@@ -48,7 +48,7 @@ export function attemptScopeOfPlan(plan: RunPlan): AttemptScope {
     no_redact: plan.redact === false ? true : undefined,
     guard_answers: plan.guard_answers === true ? true : undefined,
     faults: plan.faults?.profile,
-  })
+  }
 }
 
 /** What a judge activity's grant covers. */

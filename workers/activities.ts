@@ -56,7 +56,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
   const progress = createProgressPublisher(deps.nc, deps.progressWindowMs)
   const key = deps.resultsKey ?? resultsKey
   // before anything of the input is used: its suite is code this process imports, its adapter config a command it starts
-  const checkAttemptGrant = (input: AttemptScope & { grant?: string | undefined; run_id: string }): void => {
+  const checkAttemptGrant = (input: AttemptScope & { grant?: string | undefined }): void => {
     if (!grantHolds(key(), 'attempts', attemptScopeOf(input), input.grant)) throw ApplicationFailure.nonRetryable(grantRefusal(`the attempts of run ${input.run_id}`), 'GrantError')
   }
   /** one attempt, its grant checked already (runAttempt checks each input, runAttempts its batch's base once) */
