@@ -13,6 +13,8 @@ import type { ForgeConfig } from '../config/index.js'
 import { planRun } from '../app/plan-run.js'
 import type { RunConfigInput } from '../app/run-config.js'
 import { createLogger } from '../engine/logger.js'
+import { resultsKey } from '../store/bus.js'
+import { grantPlan } from '../store/grants.js'
 import { createActivities } from '../workers/activities.js'
 import { attemptInputOf } from '../workflows/tally.js'
 import { perSecond, runPool } from './measure.js'
@@ -50,13 +52,16 @@ function publishSink(): { nc: NatsConnection; js: JetStreamClient; published: { 
 }
 
 /**
- * Plans the run as `forge run` does (app/plan-run.ts) and runs every attempt of the plan in this
+ * Plans and grants the run as `forge run` does (app/plan-run.ts, store/grants.ts) under `key` (the
+ * results key this process signs with, if any) and runs every attempt of the plan in this
  * process, `concurrency` at once, through the worker's `runAttempt` activity, in ShardWorkflow's order.
  */
-export async function inProcessEngineLoop(config: ForgeConfig, input: RunConfigInput): Promise<InProcessReport> {
-  const { plan, run } = await planRun(config, input)
+export async function inProcessEngineLoop(config: ForgeConfig, input: RunConfigInput, key: string | undefined = resultsKey()): Promise<InProcessReport> {
+  const { plan: planned, run } = await planRun(config, input)
+  // granted as `forge run` grants it (app/run.ts): the activity checks the grant, as a worker does
+  const plan = grantPlan(planned, key)
   const sink = publishSink()
-  const activities = createActivities({ nc: sink.nc, js: sink.js, workerId: 'bench-in-process', logger: createLogger('bench-in-process', config.logLevel) })
+  const activities = createActivities({ nc: sink.nc, js: sink.js, workerId: 'bench-in-process', logger: createLogger('bench-in-process', config.logLevel), resultsKey: () => key })
   const total = plan.task_ids.length * plan.attempts
   const outcomes: Record<string, number> = {}
   const cpuBefore = process.cpuUsage()
