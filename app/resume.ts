@@ -12,6 +12,7 @@ import { ConfigError } from '../core/errors.js'
 import type { RunPlan } from '../core/contracts/index.js'
 import { connectBus } from '../store/bus.js'
 import { superviseStack } from '../stack/supervisor.js'
+import { ingesterLogOf, watchStore } from './store-watch.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import type { RunWorkflow, RunWorkflowInput } from '../workflows/run.js'
 import { awaitRunResult, followProgress, reportRun, type RunEvent, type RunReport } from './run.js'
@@ -35,6 +36,7 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
   const connection = await Connection.connect(temporalConnectOptions(endpoints.temporalAddress))
   const nc = await connectBus(endpoints.natsUrl, 'forge-resume')
   const supervisor = endpoints.local ? superviseStack(config, { log: (message) => onEvent({ kind: 'stack', message }) }) : undefined
+  const storeWatch = watchStore(nc, ingesterLogOf(config, endpoints.local), (message) => onEvent({ kind: 'notice', message }))
   let pool: WorkerPool | undefined
   let fleet: PollerWatch | undefined
   const started = Date.now()
@@ -85,6 +87,7 @@ export async function resumeRun(config: ForgeConfig, opts: ResumeOptions, onEven
     progress.stop()
     return await reportRun(config, plan, result, Date.now() - started, opts.ingest_timeout_ms ?? 120_000, onEvent)
   } finally {
+    storeWatch.stop()
     fleet?.stop()
     await supervisor?.stop()
     await pool?.stop()

@@ -12,6 +12,7 @@ import { ConfigError, ForgeError } from '../core/errors.js'
 import { checkTaskSizes, formatBytes } from '../core/message-size.js'
 import { busAccess } from '../store/bus-auth.js'
 import { grantPlan } from '../store/grants.js'
+import { ingesterLogOf, watchStore } from './store-watch.js'
 import { busMaxPayload, connectBus, progressEventsOf, requestIngesterFlush, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
 import { countAttempts, getRun } from '../store/repositories.js'
 import { isolationOf } from '../engine/sandbox/config.js'
@@ -152,6 +153,8 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
   const host = pool === undefined || pool.warm === pool.layout.processes ? undefined : runWorkflowHost({ temporalAddress: endpoints.temporalAddress, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, runId: plan.run_id, logDir: join(config.home, 'logs') })
   let observer: { stop(): void } | undefined
   let fleet: PollerWatch | undefined
+  // says so when the store fails the ingester's inserts (a full disk): the run would wait on it without a word
+  const storeWatch = watchStore(nc, ingesterLogOf(config, endpoints.local), (message) => onEvent({ kind: 'notice', message }))
   try {
     const progress = followProgress(nc, plan.run_id, tasks, plan.attempts, onEvent)
     observer = observe?.(nc, plan.run_id, tasks.length * plan.attempts)
@@ -194,6 +197,7 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     onEvent({ kind: 'notice', message: describeOtlpExport(exported) })
     return { ...report, otlp: exported }
   } finally {
+    storeWatch.stop()
     fleet?.stop()
     otlp?.stop()
     await supervisor?.stop()

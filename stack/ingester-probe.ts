@@ -1,12 +1,39 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { connectBus, subjects } from '../store/bus.js'
+import { join } from 'node:path'
+import type { ForgeConfig } from '../config/index.js'
+import type { StoreFailure } from '../core/store-watch.js'
+import { connectBus, storeFailureOf, subjects } from '../store/bus.js'
 import { StackStartError } from './errors.js'
-import { tail } from './local-stack.js'
+import { currentEndpoints, tail, type ComponentStatus } from './local-stack.js'
 
 export interface IngesterPong {
   pid: number
   serves_queries: boolean
-  stats: { inserted_attempts: number; inserted_runs: number; rejected: number; batches: number }
+  stats: { inserted_attempts: number; inserted_runs: number; rejected: number; batches: number; insert_failures?: number; failing?: StoreFailure }
+}
+
+/**
+ * forge stack status's ingester row, with the store's failing spell when it has one (a full disk):
+ * a run that waits on the store shows why here too.
+ */
+export async function withStoreHealth(config: ForgeConfig, status: ComponentStatus[], now: number = Date.now()): Promise<ComponentStatus[]> {
+  const { natsUrl, ingesterRunning } = currentEndpoints(config)
+  if (natsUrl === undefined || !ingesterRunning) return status
+  let failing: StoreFailure | undefined
+  try {
+    const nc = await connectBus(natsUrl, 'forge-status')
+    try {
+      failing = await storeFailureOf(nc)
+    } finally {
+      await nc.close()
+    }
+  } catch {
+    return status
+  }
+  if (failing === undefined) return status
+  const seconds = Math.max(0, Math.round((now - failing.since) / 1000))
+  const note = `the store has failed every insert for ${seconds} s: ${failing.error} (results wait on the bus; see ${join(config.home, 'logs', 'ingester.log')})`
+  return status.map((s) => (s.name === 'ingester' ? { ...s, detail: `${s.detail}; ${note}` } : s))
 }
 
 /** Asks a running ingester for its pid and counters; undefined when none answers. */

@@ -7,6 +7,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { headers as natsHeaders, nanos } from '@nats-io/nats-core'
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream'
 import type { AttemptRegrade, AttemptResult, AuditRecord, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecordInput, StoredTrace } from '../core/contracts/index.js'
+import type { StoreFailure } from '../core/store-watch.js'
 import { BusError } from './errors.js'
 import { busAccess, SIGNATURE_HEADER, signMessage, taggedMsgId, type BusRole } from './bus-auth.js'
 
@@ -399,6 +400,22 @@ export function requestIngesterFlush(nc: NatsConnection): void {
     nc.publish(subjects.ingesterFlush)
   } catch {
     // a closed connection: the ingester's own windows still store everything
+  }
+}
+
+/**
+ * Whether the store fails the ingester's inserts (a full disk, a server down), from its ping's answer
+ * (workers/ingester.ts IngesterStats.failing); undefined when inserts go in or no ingester answers.
+ */
+export async function storeFailureOf(nc: NatsConnection, timeoutMs = 1_000): Promise<StoreFailure | undefined> {
+  try {
+    const msg = await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: timeoutMs })
+    const failing = msg.json<{ stats?: { failing?: unknown } }>().stats?.failing
+    if (typeof failing !== 'object' || failing === null) return undefined
+    const { since, error } = failing as Record<string, unknown>
+    return typeof since === 'number' && typeof error === 'string' ? { since, error: error.slice(0, 500) } : undefined
+  } catch {
+    return undefined
   }
 }
 

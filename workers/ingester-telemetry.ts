@@ -37,12 +37,14 @@ export async function ingestLag(nc: NatsConnection, now: () => number = Date.now
   }
 }
 
-export function ingesterMetrics(stats: IngesterStats, lag: IngestLag | undefined): MetricFamily[] {
+export function ingesterMetrics(stats: IngesterStats, lag: IngestLag | undefined, now: () => number = Date.now): MetricFamily[] {
   return [
     { name: 'forge_ingested_attempts_total', help: 'Attempt rows this ingester inserted into ClickHouse.', type: 'counter', samples: [{ value: stats.inserted_attempts }] },
     { name: 'forge_ingested_runs_total', help: 'Run records this ingester inserted.', type: 'counter', samples: [{ value: stats.inserted_runs }] },
     { name: 'forge_ingest_rejected_total', help: 'Malformed messages logged and terminated.', type: 'counter', samples: [{ value: stats.rejected }] },
     { name: 'forge_ingest_batches_total', help: 'Insert rounds.', type: 'counter', samples: [{ value: stats.batches }] },
+    { name: 'forge_ingest_insert_failures_total', help: 'Inserts the store failed (not a value it refused); their messages were redelivered.', type: 'counter', samples: [{ value: stats.insert_failures }] },
+    { name: 'forge_ingest_failing_seconds', help: 'How long the store has failed every insert (0 while inserts go in).', type: 'gauge', samples: [{ value: stats.failing === undefined ? 0 : Math.max(0, (now() - stats.failing.since) / 1000) }] },
     // unknown lag is a missing sample, never a reassuring zero
     { name: 'forge_ingest_pending_messages', help: 'Results-stream messages the ingesters have not acked yet.', type: 'gauge', samples: lag ? [{ value: lag.pending }] : [] },
     { name: 'forge_ingest_lag_seconds', help: 'Age of the oldest results-stream message not yet stored.', type: 'gauge', samples: lag ? [{ value: lag.lag_seconds }] : [] },

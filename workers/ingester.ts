@@ -19,6 +19,7 @@ import { SweepRecord } from '../core/contracts/sweep.js'
 import { SWEEP_SUBJECT } from '../store/sweep-bus.js'
 import { insertSweeps } from '../store/sweep-repositories.js'
 import type { Logger } from '../engine/logger.js'
+import type { StoreFailure } from '../core/store-watch.js'
 import { attemptFields, countByRun, processFields, rejectedMessageFields, runFields } from './ingester-log.js'
 
 export interface IngesterOptions {
@@ -42,6 +43,24 @@ export interface IngesterStats {
   inserted_runs: number
   rejected: number
   batches: number
+  /** inserts the store failed for a reason of its own (not a value it refused): their messages were redelivered */
+  insert_failures: number
+  /** while the store fails every insert (a full disk, a server down): since when, and its error; absent once one goes in */
+  failing?: StoreFailure
+}
+
+/** Counts a failed insert (messages redelivered) and remembers the spell it belongs to. */
+export function noteInsertFailure(stats: IngesterStats, error: unknown, now: number = Date.now()): void {
+  stats.insert_failures++
+  // a ClickHouse error's type (NOT_ENOUGH_SPACE) is what a person searches for
+  const type = typeof error === 'object' && error !== null && 'type' in error && typeof error.type === 'string' ? error.type : undefined
+  const message = firstLineOf(error).trim()
+  stats.failing = { since: stats.failing?.since ?? now, error: type !== undefined && !message.includes(type) ? `${message} (${type})` : message }
+}
+
+/** An insert went in: the store takes rows again. */
+export function noteInsertSuccess(stats: IngesterStats): void {
+  if (stats.failing !== undefined) delete stats.failing
 }
 
 export interface Ingester {
@@ -54,7 +73,7 @@ export interface Ingester {
 export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   const { nc, store, logger } = opts
   const batchSize = opts.batchSize ?? 2000
-  const stats: IngesterStats = { inserted_attempts: 0, inserted_runs: 0, rejected: 0, batches: 0 }
+  const stats: IngesterStats = { inserted_attempts: 0, inserted_runs: 0, rejected: 0, batches: 0, insert_failures: 0 }
   const querySub = opts.serveQueries ? serveStoreQueries(nc, opts.queryStore ?? store) : undefined
   const pingSub = answerPings(nc, opts.serveQueries, stats)
   const consumer = await jetstream(nc).consumers.get(RESULTS_STREAM, INGESTER_CONSUMER)
@@ -62,7 +81,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   const consume = () => consumer.consume({ max_messages: Math.max(batchSize * 2, 1000), expires: 5_000 })
   let messages = await consume()
   let stopping = false
-  const grading = createGradingLane(store, logger, batchSize, opts.gradingFlushMs ?? GRADING_WINDOW_MS, (msg, problem) => rejectMessage(msg, problem, { logger, stats }))
+  const grading = createGradingLane(store, logger, batchSize, opts.gradingFlushMs ?? GRADING_WINDOW_MS, stats, (msg, problem) => rejectMessage(msg, problem, { logger, stats }))
   const rounds = createInsertRounds(batchSize, opts.flushIntervalMs ?? INSERT_WINDOW_MS, grading, (batch) => ingestBatch(batch, { store, logger, stats, grading, resultsKey: opts.resultsKey }))
   // the end of a run, a seal: whoever is about to wait for the store says so (store/bus.ts requestIngesterFlush)
   const flushSub = nc.subscribe(subjects.ingesterFlush, { callback: (error) => void (error ? undefined : rounds.urgent()) })
@@ -274,7 +293,7 @@ interface GradingLane {
   cancelSchedule(): void
 }
 
-function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: number, flushMs: number, reject: (msg: JsMsg, problem: string) => void): GradingLane {
+function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: number, flushMs: number, stats: IngesterStats, reject: (msg: JsMsg, problem: string) => void): GradingLane {
   let waiting: GradedMessage[] = []
   let rows = noRows()
   let since = 0
@@ -312,10 +331,12 @@ function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: n
             entry.add(own)
             try {
               await insertRows(own)
+              noteInsertSuccess(stats)
               entry.msg.ack()
             } catch (alone) {
               if (refusedAsData(alone)) reject(entry.msg, `the store refused its grading rows: ${firstLineOf(alone)}`)
               else {
+                noteInsertFailure(stats, alone)
                 logger.error({ ...processFields('store'), err: alone, seq: entry.msg.seq }, 'grading insert failed; the message will be redelivered')
                 entry.msg.nak(1000)
               }
@@ -323,10 +344,12 @@ function createGradingLane(store: ClickHouseClient, logger: Logger, batchSize: n
           }
           return
         }
+        noteInsertFailure(stats, error)
         for (const [run, counts] of gradingRowsByRun(taken.rows)) logger.error({ ...runFields(run, 'store'), err: error, rows: counts, messages: taken.entries.length }, 'grading insert failed; messages will be redelivered')
         for (const entry of taken.entries) entry.msg.nak(1000)
         return
       }
+      noteInsertSuccess(stats)
       for (const entry of taken.entries) entry.msg.ack()
       if (logger.isLevelEnabled('debug')) {
         for (const [run, counts] of gradingRowsByRun(taken.rows)) logger.debug({ ...runFields(run, 'store'), rows: counts, messages: taken.entries.length }, 'grading rows ingested')
@@ -410,10 +433,12 @@ async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
       }
       return
     }
+    noteInsertFailure(stats, error)
     for (const [run, rows] of batchRowsByRun(sorted)) logger.error({ ...runFields(run, 'store'), err: error, rows, messages: held.length }, 'insert failed; messages will be redelivered')
     for (const msg of held) msg.nak(1000)
     return
   }
+  if (sorted.primary.length + sorted.graded.length > 0) noteInsertSuccess(stats)
   for (const msg of sorted.primary) msg.ack()
   grading.accept(sorted.graded, now)
   stats.inserted_attempts += sorted.attempts.size

@@ -7,7 +7,7 @@
 import { Context } from '@temporalio/activity'
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { CompletenessReport } from '../core/completeness.js'
-import { waitForIngestedBacklog } from '../store/bus.js'
+import { storeFailureOf, waitForIngestedBacklog } from '../store/bus.js'
 import type { StoreReader } from '../store/clickhouse.js'
 import { checkStoredAgainstPlan } from '../store/completeness.js'
 import type { Logger } from '../engine/logger.js'
@@ -33,7 +33,10 @@ export function createReconcileActivities(deps: ReconcileDeps): ReconcileActivit
       const heartbeat = activityHeartbeat()
       const { caughtUp, progress } = await waitForIngestedBacklog(deps.nc, { timeoutMs: deps.ingestWaitMs ?? 60_000, pollMs: 10, onWait: heartbeat })
       if (!caughtUp) {
-        throw new IngestBehindError(`the ingester has not stored the results stream up to seq ${progress.target} yet (acked ${progress.acked}, ${progress.pending} pending)`)
+        // a store that fails every insert is the reason the run ends incomplete, not "behind"
+        const failing = await storeFailureOf(deps.nc)
+        const why = failing === undefined ? '' : `: the store has failed every insert for ${Math.max(0, Math.round((Date.now() - failing.since) / 1000))} s (${failing.error})`
+        throw new IngestBehindError(`the ingester has not stored the results stream up to seq ${progress.target} yet (acked ${progress.acked}, ${progress.pending} pending)${why}`)
       }
       heartbeat()
       const report = await checkStoredAgainstPlan(deps.reader, input)
