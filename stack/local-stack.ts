@@ -591,7 +591,22 @@ export function tail(file: string, lines = 15): string {
   }
 }
 
-/** A lock directory with the holder's pid; a lock whose holder died is taken over. */
+/** When a file was last modified (epoch ms), or now when it cannot be read. */
+function lockAge(file: string): number {
+  try {
+    return statSync(file).mtimeMs
+  } catch {
+    return Date.now()
+  }
+}
+
+/** What a full disk or quota means for Forge's home, appended to the error that met it. */
+export function diskHint(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  return code === 'ENOSPC' || code === 'EDQUOT' ? ' (the disk holding FORGE_HOME is full: free space there, or point FORGE_HOME at another disk)' : ''
+}
+
+/** A lock file with the holder's pid; a lock whose holder died is taken over. */
 export async function withLock<T>(home: string, fn: () => Promise<T>): Promise<T> {
   ensurePrivateDir(home)
   const lock = join(home, 'stack.lock')
@@ -600,19 +615,31 @@ export async function withLock<T>(home: string, fn: () => Promise<T>): Promise<T
     try {
       writeFileSync(lock, String(process.pid), { flag: 'wx' })
       break
-    } catch {
-      const holder = Number(readFileSync(lock, 'utf8').trim() || 0)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+        // made but not written (a full disk), or not made at all: taking it over again would spin for ever
+        rmSync(lock, { force: true })
+        throw new StackStartError(`cannot take the stack's lock ${lock}: ${(error as Error).message}${diskHint(error)}`, { cause: error })
+      }
+      let held: string
+      try {
+        held = readFileSync(lock, 'utf8').trim()
+      } catch {
+        continue // released meanwhile
+      }
+      // an empty lock: its holder is between making and writing it, or died there
+      const holder = Number(held || 0)
       let holderAlive = holder > 0
       try {
         if (holder > 0) process.kill(holder, 0)
       } catch {
         holderAlive = false
       }
-      if (!holderAlive) {
+      if (!holderAlive && (holder > 0 || Date.now() - lockAge(lock) > 2_000)) {
         rmSync(lock, { force: true })
         continue
       }
-      if (Date.now() > deadline) throw new StackStartError(`the stack under ${home} is locked by pid ${holder}`)
+      if (Date.now() > deadline) throw new StackStartError(`the stack under ${home} is locked by ${holder > 0 ? `pid ${holder}` : 'a process that has not written its pid'} (${lock})`)
       await sleep(200)
     }
   }
