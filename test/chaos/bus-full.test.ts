@@ -6,15 +6,14 @@
  * own error), and once the test frees the disk (after it has read that line: the line is the gate, no
  * sleep) the supervisor restarts nats-server and the run completes whole. Needs root for the mount.
  */
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { resolveConfig } from '../../config/index.js'
 import { stackDown } from '../../stack/local-stack.js'
-import { packageRoot } from '../../stack/paths.js'
-import { forge } from '../helpers/stack.js'
+import { forge, spawnForge } from '../helpers/stack.js'
 import { until } from '../helpers/processes.js'
 
 const root = mkdtempSync(join(tmpdir(), 'forge-bus-full-'))
@@ -38,16 +37,11 @@ describe.skipIf(!mounted)("a run whose bus's disk is full", () => {
     spawnSync('dd', ['if=/dev/zero', `of=${fill}`, 'bs=1M'])
     expect(spawnSync('df', ['--output=avail', disk], { encoding: 'utf8' }).stdout.trim().split('\n').pop()?.trim()).toBe('0')
 
-    const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'run.js'), 'run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '4', '--seed', 'full', '--json'], { env })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+    const { child, output, exited } = spawnForge(['run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '4', '--seed', 'full', '--json'], env)
     try {
       // the gate: forge run has said why it stalls, in nats-server's words
-      expect(await until(() => stderr.includes('nats-server cannot store results'), 90_000), stderr).toBe(true)
-      const line = stderr.split('\n').find((l) => l.includes('nats-server cannot store results')) ?? ''
+      expect(await until(() => output.stderr.includes('nats-server cannot store results'), 90_000), output.stderr).toBe(true)
+      const line = output.stderr.split('\n').find((l) => l.includes('nats-server cannot store results')) ?? ''
       expect(line).toContain('no space left on device')
       expect(line).toContain(`Free space under ${disk}`)
       expect(child.exitCode).toBeNull()
@@ -55,13 +49,13 @@ describe.skipIf(!mounted)("a run whose bus's disk is full", () => {
       rmSync(fill, { force: true })
     }
     const code = await exited
-    expect(code, stderr).toBe(0)
-    const report = JSON.parse(stdout) as { status: string; attempts: number; expected_attempts: number; completeness: { missing_count: number; doubled: number } }
+    expect(code, output.stderr).toBe(0)
+    const report = JSON.parse(output.stdout) as { status: string; attempts: number; expected_attempts: number; completeness: { missing_count: number; doubled: number } }
     expect(report.status).toBe('completed')
     expect([report.attempts, report.expected_attempts]).toEqual([20, 20])
     expect(report.completeness).toMatchObject({ missing_count: 0, doubled: 0 })
     // one of the stack's two supervisors (the detached one, or forge run's own) restarted it
-    const said = `${stderr}\n${readFileSync(join(home, 'logs', 'supervisor.log'), 'utf8')}`
+    const said = `${output.stderr}\n${readFileSync(join(home, 'logs', 'supervisor.log'), 'utf8')}`
     expect(said).toContain('has room again')
     expect(said).toMatch(/restarted nats in \d+ ms/)
     const list = forge(['runs', 'list', '--json'], env)

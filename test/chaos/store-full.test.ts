@@ -7,15 +7,14 @@
  * test frees the disk (after it has read that line: the line is the gate, no sleep), every result goes
  * in and the run completes whole. Needs root for the mount; skipped elsewhere.
  */
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { resolveConfig } from '../../config/index.js'
 import { stackDown } from '../../stack/local-stack.js'
-import { packageRoot } from '../../stack/paths.js'
-import { forge } from '../helpers/stack.js'
+import { forge, spawnForge } from '../helpers/stack.js'
 import { until } from '../helpers/processes.js'
 
 const root = mkdtempSync(join(tmpdir(), 'forge-store-full-'))
@@ -42,16 +41,11 @@ describe.skipIf(!mounted)("a run whose store's disk is full", () => {
     spawnSync('dd', ['if=/dev/zero', `of=${fill}`, 'bs=1M'])
     expect(spawnSync('df', ['--output=avail', disk], { encoding: 'utf8' }).stdout.trim().split('\n').pop()?.trim()).toBe('0')
 
-    const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'run.js'), 'run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '4', '--seed', 'full', '--json'], { env })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+    const { child, output, exited } = spawnForge(['run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '4', '--seed', 'full', '--json'], env)
     try {
       // the gate: forge run has said why it waits
-      expect(await until(() => stderr.includes('the store fails every insert of results'), 90_000), stderr).toBe(true)
-      const line = stderr.split('\n').find((l) => l.includes('the store fails every insert of results')) ?? ''
+      expect(await until(() => output.stderr.includes('the store fails every insert of results'), 90_000), output.stderr).toBe(true)
+      const line = output.stderr.split('\n').find((l) => l.includes('the store fails every insert of results')) ?? ''
       expect(line).toContain('not enough space. (NOT_ENOUGH_SPACE) (for ')
       expect(line).toContain('Nothing is lost')
       expect(line).toContain(join(home, 'logs', 'ingester.log'))
@@ -65,8 +59,8 @@ describe.skipIf(!mounted)("a run whose store's disk is full", () => {
       rmSync(fill, { force: true })
     }
     const code = await exited
-    expect(code, stderr).toBe(0)
-    const report = JSON.parse(stdout) as { status: string; attempts: number; expected_attempts: number; completeness: { missing_count: number; doubled: number } }
+    expect(code, output.stderr).toBe(0)
+    const report = JSON.parse(output.stdout) as { status: string; attempts: number; expected_attempts: number; completeness: { missing_count: number; doubled: number } }
     expect(report.status).toBe('completed')
     expect([report.attempts, report.expected_attempts]).toEqual([20, 20])
     expect(report.completeness).toMatchObject({ missing_count: 0, doubled: 0 })

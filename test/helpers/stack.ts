@@ -1,5 +1,5 @@
 /** Test harness around a real embedded stack (Temporal dev server, nats-server, ingester + chDB) in a temp FORGE_HOME. */
-import { execFile, spawnSync } from 'node:child_process'
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -54,4 +54,14 @@ export function forgeAsync(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 6
       resolve({ status, stdout, stderr })
     })
   })
+}
+
+/** Starts the real `forge` CLI without waiting: its output so far, and its exit code once it ends. */
+export function spawnForge(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; output: { stdout: string; stderr: string }; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'run.js'), ...args], { env })
+  const output = { stdout: '', stderr: '' }
+  child.stdout?.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()))
+  child.stderr?.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  return { child, output, exited }
 }
