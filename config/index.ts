@@ -30,6 +30,8 @@ export interface ForgeConfig {
   otlpUrl: string | undefined
   /** replicas of the results stream when the ingester creates it */
   natsStreamReplicas: number
+  /** seconds a stored result stays on the results stream before the ingester trims it */
+  resultsKeepSeconds: number
   judge: {
     /** worker processes also serve the judge task queue */
     worker: boolean
@@ -65,6 +67,7 @@ function configOf(s: ForgeSettings, cwd: string): ForgeConfig {
     healthPort: s.healthPort,
     otlpUrl: s.otlpUrl,
     natsStreamReplicas: s.natsStreamReplicas,
+    resultsKeepSeconds: s.resultsKeep,
     judge: {
       worker: s.judgeWorker,
       rate: s.judgeRate,

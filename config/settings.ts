@@ -250,6 +250,13 @@ export const SETTINGS = {
   }),
   healthHost: define({ variable: 'FORGE_HEALTH_HOST', description: 'The address the health endpoint listens on', fallback: '0.0.0.0', defaultText: '0.0.0.0', schema: text }),
   shutdownGraceMs: define({ variable: 'FORGE_SHUTDOWN_GRACE_MS', description: 'After SIGTERM, how long in-flight attempts may finish before they are cancelled and retried elsewhere', fallback: 5000, defaultText: '5000', schema: wholeNumber(0, 86_400_000) }),
+  resultsKeep: define({
+    variable: 'FORGE_RESULTS_KEEP',
+    description: 'Seconds a result stays on the bus (the results stream) once the store holds it; the ingester then trims it (0: at once)',
+    fallback: 600,
+    defaultText: '600',
+    schema: wholeNumber(0, 604_800),
+  }),
   natsStreamReplicas: define({ variable: 'FORGE_NATS_STREAM_REPLICAS', description: "The results stream's replicas when the ingester creates it (3 on a 3-node cluster)", fallback: 1, defaultText: '1', schema: wholeNumber(1, 5) }),
   clickhouseCluster: define({ variable: 'FORGE_CLICKHOUSE_CLUSTER', description: 'Run migrations as cluster DDL (ON CLUSTER, Replicated engines) on this cluster of a ClickHouse server', fallback: undefined, defaultText: '(unset: single server)', schema: optionalText }),
   clickhouseKeeperPath: define({ variable: 'FORGE_CLICKHOUSE_KEEPER_PATH', description: 'Keeper path prefix of the Replicated tables (cluster mode)', fallback: undefined, defaultText: '(unset: /clickhouse/tables/{shard}/forge)', schema: optionalText }),

@@ -436,7 +436,7 @@ async function startIngester(config: ForgeConfig, natsUrl: string): Promise<Proc
   const entry = distEntry('workers/ingester-main.js')
   if (!existsSync(entry)) throw new StackStartError(`the ingester is not built (${entry} is missing): run npm run build`)
   const log = join(config.home, 'logs', 'ingester.log')
-  const env: NodeJS.ProcessEnv = { ...process.env, ...settingsEnv({ natsUrl, storePath: config.storePath, clickhouseUrl: config.clickhouseUrl }), ...busAccessEnv(natsUrl, 'ingester') }
+  const env: NodeJS.ProcessEnv = { ...process.env, ...settingsEnv({ natsUrl, storePath: config.storePath, clickhouseUrl: config.clickhouseUrl, resultsKeep: config.resultsKeepSeconds }), ...busAccessEnv(natsUrl, 'ingester') }
   const pid = spawnDetached(process.execPath, [entry], log, env)
   const { waitForIngester } = await import('./ingester-probe.js')
   await waitForIngester(natsUrl, 30_000, () => isAlive({ pid, marker: 'ingester-main', log }), log)

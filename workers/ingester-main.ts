@@ -9,6 +9,7 @@ import { processFields } from './ingester-log.js'
 import { createLogger } from '../engine/logger.js'
 import { startHealthServer } from './health.js'
 import { ingesterMetrics, ingestLag } from './ingester-telemetry.js'
+import { startResultsTrimmer } from './results-trimmer.js'
 
 export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const config = resolveConfig(env)
@@ -29,6 +30,8 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   // reads get a connection of their own: chDB runs one statement at a time per connection
   const queryStore = serveQueries ? await openClickHouse(location) : undefined
   const ingester = await startIngester({ nc, store, logger, serveQueries, ...(key !== undefined ? { resultsKey: key } : {}), ...(queryStore !== undefined ? { queryStore } : {}) })
+  // what the store holds leaves the bus after FORGE_RESULTS_KEEP: the stream's disk stays minutes of results, not a week
+  const trimmer = startResultsTrimmer(nc, config.resultsKeepSeconds * 1000, logger, ingester.stats)
   let stopping = false
   const health =
     healthPort === undefined
@@ -56,6 +59,7 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   }
   logger.info({ ...processFields('ingest'), stats: ingester.stats }, 'ingester stopping')
   stopping = true
+  await trimmer.stop()
   await ingester.stop()
   await health?.close()
   await nc.drain().catch(() => undefined)

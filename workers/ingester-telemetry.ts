@@ -44,6 +44,7 @@ export function ingesterMetrics(stats: IngesterStats, lag: IngestLag | undefined
     { name: 'forge_ingest_rejected_total', help: 'Malformed messages logged and terminated.', type: 'counter', samples: [{ value: stats.rejected }] },
     { name: 'forge_ingest_batches_total', help: 'Insert rounds.', type: 'counter', samples: [{ value: stats.batches }] },
     { name: 'forge_ingest_insert_failures_total', help: 'Inserts the store failed (not a value it refused); their messages were redelivered.', type: 'counter', samples: [{ value: stats.insert_failures }] },
+    { name: 'forge_results_trimmed_total', help: 'Stored messages trimmed off the results stream after FORGE_RESULTS_KEEP.', type: 'counter', samples: [{ value: stats.trimmed_messages }] },
     { name: 'forge_ingest_failing_seconds', help: 'How long the store has failed every insert (0 while inserts go in).', type: 'gauge', samples: [{ value: stats.failing === undefined ? 0 : Math.max(0, (now() - stats.failing.since) / 1000) }] },
     // unknown lag is a missing sample, never a reassuring zero
     { name: 'forge_ingest_pending_messages', help: 'Results-stream messages the ingesters have not acked yet.', type: 'gauge', samples: lag ? [{ value: lag.pending }] : [] },

@@ -45,6 +45,8 @@ export interface IngesterStats {
   batches: number
   /** inserts the store failed for a reason of its own (not a value it refused): their messages were redelivered */
   insert_failures: number
+  /** stored messages trimmed off the results stream (workers/results-trimmer.ts) */
+  trimmed_messages: number
   /** while the store fails every insert (a full disk, a server down): since when, and its error; absent once one goes in */
   failing?: StoreFailure
 }
@@ -73,7 +75,7 @@ export interface Ingester {
 export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   const { nc, store, logger } = opts
   const batchSize = opts.batchSize ?? 2000
-  const stats: IngesterStats = { inserted_attempts: 0, inserted_runs: 0, rejected: 0, batches: 0, insert_failures: 0 }
+  const stats: IngesterStats = { inserted_attempts: 0, inserted_runs: 0, rejected: 0, batches: 0, insert_failures: 0, trimmed_messages: 0 }
   const querySub = opts.serveQueries ? serveStoreQueries(nc, opts.queryStore ?? store) : undefined
   const pingSub = answerPings(nc, opts.serveQueries, stats)
   const consumer = await jetstream(nc).consumers.get(RESULTS_STREAM, INGESTER_CONSUMER)

@@ -230,7 +230,7 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
           namespace: opts.namespace,
           taskQueue: judgeOptions.taskQueue,
           identity: `${workerId}-judge`,
-          activities: createJudgeActivities({ nc, js: jetstream(nc), logger: logger.child({ role: 'judge' }) }),
+          activities: createJudgeActivities({ nc, js: jetstream(nc), reader, logger: logger.child({ role: 'judge' }) }),
           maxConcurrentActivityTaskExecutions: judgeOptions.concurrency,
           // the server spreads this over every worker of the judge queue: a fleet-wide rate
           ...(judgeOptions.activitiesPerSecond > 0 ? { maxTaskQueueActivitiesPerSecond: judgeOptions.activitiesPerSecond } : {}),

@@ -16,9 +16,10 @@ export interface TestStack {
   down(): Promise<void>
 }
 
-export async function startTestStack(name: string): Promise<TestStack> {
+/** An embedded stack in a new FORGE_HOME; `settings` (FORGE_* variables) go to its config, and through it to the stack's processes. */
+export async function startTestStack(name: string, settings: Record<string, string> = {}): Promise<TestStack> {
   const home = mkdtempSync(join(tmpdir(), `forge-${name}-`))
-  const env: NodeJS.ProcessEnv = { ...process.env, FORGE_HOME: home, FORGE_LOG_LEVEL: 'warn' }
+  const env: NodeJS.ProcessEnv = { ...process.env, FORGE_HOME: home, FORGE_LOG_LEVEL: 'warn', ...settings }
   for (const key of ['FORGE_TEMPORAL_ADDRESS', 'FORGE_NATS_URL', 'FORGE_CLICKHOUSE_URL']) delete env[key]
   const config = resolveConfig(env)
   const endpoints = await stackUp(config)

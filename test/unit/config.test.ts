@@ -19,6 +19,7 @@ const defaults: ForgeConfig = {
   healthPort: undefined,
   otlpUrl: undefined,
   natsStreamReplicas: 1,
+  resultsKeepSeconds: 600,
   judge: { worker: true, rate: 0, concurrency: 4, taskQueue: 'forge-judge', model: undefined, baseUrl: undefined, apiKey: undefined },
   logLevel: 'info',
   agentVersion: undefined,
@@ -70,6 +71,7 @@ describe('resolveConfig', () => {
       FORGE_BENCH_WORKERS: '2',
       FORGE_BENCH_ONLY: 'ingest',
       FORGE_OTLP_URL: 'http://collector:4318',
+      FORGE_RESULTS_KEEP: '0',
     }
     expect(resolveConfig(env, '/work')).toEqual({
       home: '/work/state',
@@ -82,6 +84,7 @@ describe('resolveConfig', () => {
       healthPort: undefined,
       otlpUrl: 'http://collector:4318',
       natsStreamReplicas: 1,
+      resultsKeepSeconds: 0,
       judge: { worker: false, rate: 2.5, concurrency: 8, taskQueue: 'judges', model: 'gpt-4o-mini', baseUrl: 'http://judge:8080/v1', apiKey: 'sk-judge' },
       logLevel: 'debug',
       agentVersion: '1.2.3',
@@ -109,6 +112,7 @@ describe('resolveConfig', () => {
     ['FORGE_WORKER_CONCURRENCY', 'lots', 'FORGE_WORKER_CONCURRENCY must be a whole number from 1 to 10000, got "lots"'],
     ['FORGE_WORKER_CONCURRENCY', '0', 'FORGE_WORKER_CONCURRENCY must be a whole number from 1 to 10000, got "0"'],
     ['FORGE_JUDGE_CONCURRENCY', '2.5', 'FORGE_JUDGE_CONCURRENCY must be a whole number from 1 to 1000, got "2.5"'],
+    ['FORGE_RESULTS_KEEP', '1h', 'FORGE_RESULTS_KEEP must be a whole number from 0 to 604800, got "1h"'],
     ['FORGE_JUDGE_RATE', 'fast', 'FORGE_JUDGE_RATE must be a number of calls per second (0: unlimited), got "fast"'],
     ['FORGE_JUDGE_RATE', '-1', 'FORGE_JUDGE_RATE must be a number of calls per second (0: unlimited), got "-1"'],
     ['FORGE_JUDGE_BASE_URL', 'judge:1', 'FORGE_JUDGE_BASE_URL must be an http(s) URL, got "judge:1"'],

@@ -59,7 +59,7 @@ describe('the store watch of forge run', () => {
 })
 
 describe("the ingester's insert failures", () => {
-  const stats = (): IngesterStats => ({ inserted_attempts: 0, inserted_runs: 0, rejected: 0, batches: 0, insert_failures: 0 })
+  const stats = (): IngesterStats => ({ inserted_attempts: 0, inserted_runs: 0, rejected: 0, batches: 0, insert_failures: 0, trimmed_messages: 0 })
 
   it('names a ClickHouse error by its type too', () => {
     const s = stats()
@@ -84,6 +84,8 @@ describe("the ingester's insert failures", () => {
     const s = stats()
     const value = (name: string) => ingesterMetrics(s, undefined, () => 25_000).find((m) => m.name === name)?.samples[0]?.value
     expect(value('forge_ingest_failing_seconds')).toBe(0)
+    s.trimmed_messages = 7
+    expect(value('forge_results_trimmed_total')).toBe(7)
     noteInsertFailure(s, new Error('full'), 10_000)
     expect(value('forge_ingest_insert_failures_total')).toBe(1)
     expect(value('forge_ingest_failing_seconds')).toBe(15)

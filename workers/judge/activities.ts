@@ -2,7 +2,7 @@
  * The judge activity, on its own task queue (default `forge-judge`) so it is rate-limited apart
  * from agents: tier-2 golden divergence for failed attempts of tasks with a golden trace, and the
  * LLM-judge metrics. It reads the attempt's stored trace from the results stream by attempt_uid
- * (never through workflow history) and publishes a JudgeOutcome. A judge that cannot answer is
+ * (never through workflow history), or from the store once the ingester trimmed it off the stream and publishes a JudgeOutcome. A judge that cannot answer is
  * data (errored rows, tier 2 `errored`); only infrastructure errors (NATS) throw and are retried.
  */
 import { ApplicationFailure } from '@temporalio/common'
@@ -18,6 +18,8 @@ import { auditEntryOf } from '../../core/audit.js'
 import { wellFormed } from '../../core/well-formed.js'
 import { judgeAuditRows, judgementKey } from '../../store/audit.js'
 import { publishJudgeOutcome, readStoredTrace, resultsKey } from '../../store/bus.js'
+import type { StoreReader } from '../../store/clickhouse.js'
+import { getStoredTrace } from '../../store/grading-repositories.js'
 import { judgeScopeOf } from '../../core/run-scope.js'
 import { grantHolds, grantRefusal } from '../../store/grants.js'
 import type { JudgeActivities, JudgeInput, JudgeSummary } from '../activity-types.js'
@@ -37,6 +39,8 @@ export interface JudgeActivityDeps {
   now?: () => number
   /** extra pacing of calls inside one activity (default none: Temporal rate-limits the activities) */
   limiter?: RateLimiter
+  /** where a trace trimmed off the results stream (FORGE_RESULTS_KEEP after it was stored) is read; none: the stream only */
+  reader?: StoreReader
   /** the key grants are checked under (store/grants.ts; default: the bus connection's results key) */
   resultsKey?: () => string | undefined
 }
@@ -57,9 +61,10 @@ export function createJudgeActivities(deps: JudgeActivityDeps): JudgeActivities 
       const task = suite.tasks.find((t) => t.id === input.task_id)
       if (!task) throw ApplicationFailure.nonRetryable(`suite ${suite.name} (${suite.path}) has no task "${input.task_id}"`, 'UnknownTaskError')
       const raw = await readStoredTrace(deps.nc, input.attempt_uid)
-      // published and acknowledged before the attempt activity returned: missing means the stream lost it
-      if (raw === undefined) throw ApplicationFailure.retryable(`no stored trace for attempt ${input.attempt_uid} in the results stream`, 'TraceNotFound')
-      const stored = StoredTrace.parse(raw)
+      // the ingester trims what the store holds off the stream (FORGE_RESULTS_KEEP): a trace judged later is in the store
+      const stored = raw !== undefined ? StoredTrace.parse(raw) : deps.reader !== undefined ? await getStoredTrace(deps.reader, input.attempt_uid) : undefined
+      // published and acknowledged before the attempt activity returned: missing from both means it was lost
+      if (stored === undefined) throw ApplicationFailure.retryable(`no stored trace for attempt ${input.attempt_uid} in the results stream${deps.reader !== undefined ? ' or the store' : ''}`, 'TraceNotFound')
       // the grant is the run's: the trace judged must be one of its attempts
       if (stored.run_id !== input.run_id || stored.config_id !== input.config_id || stored.task_id !== input.task_id) {
         throw ApplicationFailure.nonRetryable(`refused judging attempt ${input.attempt_uid}: it is an attempt of run ${stored.run_id}, not of ${input.run_id}`, 'GrantError')
