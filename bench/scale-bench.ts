@@ -14,6 +14,8 @@ import { runSuite, type RunReport } from '../app/run.js'
 import { readSetting } from '../config/index.js'
 import { stackDown, stackUp, readStackState } from '../stack/local-stack.js'
 import { getRun } from '../store/repositories.js'
+import { connectBus, RESULTS_STREAM } from '../store/bus.js'
+import { jetstreamManager } from '@nats-io/jetstream'
 import { followFinishes } from './progress.js'
 import { fixed, formatTable, mib, perSecond, steadyRate } from './measure.js'
 import { ProcessSampler } from './proc.js'
@@ -89,6 +91,7 @@ export async function scaleSweep(workers: number): Promise<void> {
       await storedCounts(config, runId, perTask * SMOKE_TASKS).catch((error: unknown) => console.log(`  stored rows could not be counted: ${(error as Error).message}`))
       await histories(endpoints.temporalAddress, config.temporal.namespace, runId).catch((error: unknown) => console.log(`  Temporal histories could not be read: ${(error as Error).message}`))
     }
+    await streamFootprint(endpoints.natsUrl, config.resultsKeepSeconds).catch((error: unknown) => console.log(`  the results stream could not be read: ${(error as Error).message}`))
     console.log('  RSS by process, sampled every second (start / middle / peak / end):')
     const rows = [...sampler.rssSeries()].map(([name, s]) => [name, mib(s.start), mib(s.middle), mib(s.peak), mib(s.end), String(s.samples)] as const)
     console.log(indent(formatTable(['process', 'start', 'middle', 'peak', 'end', 'samples'], rows)))
@@ -161,4 +164,15 @@ function indent(text: string): string {
     .split('\n')
     .map((line) => `    ${line}`)
     .join('\n')
+}
+
+/** What the results stream still holds on the bus's disk at the end of the run (the ingester trims what it stored after FORGE_RESULTS_KEEP). */
+async function streamFootprint(natsUrl: string, keepSeconds: number): Promise<void> {
+  const nc = await connectBus(natsUrl, 'forge-bench-scale', 'cli')
+  try {
+    const { state } = await (await jetstreamManager(nc)).streams.info(RESULTS_STREAM)
+    console.log(`  results stream at the end: ${state.messages} messages, ${mib(state.bytes / 1024)} (FORGE_RESULTS_KEEP=${keepSeconds} s; stored results older than that are trimmed)`)
+  } finally {
+    await nc.close()
+  }
 }

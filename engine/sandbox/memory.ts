@@ -10,14 +10,17 @@
  *   limit does not count, so runtimes start normally);
  * - the worker polls the sandbox's processes every WATCH_INTERVAL_MS — anonymous and shared memory
  *   (`RssAnon` + `RssShmem`) of every process of its PID namespace, read through the init's own
- *   /proc — and while their sum is over `memory_mb` it SIGKILLs the largest, as the kernel's OOM
- *   killer would in a cgroup. Between two polls a sandbox can overshoot by what its processes
- *   allocate in that time.
+ *   /proc, and the memfds each holds open (shared memory that counts in `RssShmem` only while
+ *   mapped: written full and never mapped, it was in no figure, nor under RLIMIT_DATA) — and while
+ *   their sum is over `memory_mb` it SIGKILLs the largest, as the kernel's OOM killer would in a
+ *   cgroup. Between two polls a sandbox can overshoot by what its processes allocate in that time.
+ *   (System V shared memory, the other memory no process maps, is switched off in the sandbox's IPC
+ *   namespace: engine/sandbox/layout.ts.)
  *
  * Either way the attempt's sandbox span says which held (`memory_enforcement`), the peak and the
  * kills, and a kill is an error of kind `memory_limit` in the trace.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs'
 
 /** How often the worker reads a sandbox's memory when no cgroup limits it. */
 export const WATCH_INTERVAL_MS = 100
@@ -48,15 +51,48 @@ export interface ProcessMemory {
   bytes: number
 }
 
-/** Name and RssAnon + RssShmem of a /proc/<pid>/status text; undefined for a kernel thread or a zombie (no memory lines). */
-export function processMemory(pid: number, status: string): ProcessMemory | undefined {
+/**
+ * Name and memory of a /proc/<pid>/status text: RssAnon, plus RssShmem or the bytes of the memfds it
+ * holds open (`memfdBytes`), whichever is larger — a mapped memfd counts in both; undefined for a
+ * kernel thread or a zombie (no memory lines).
+ */
+export function processMemory(pid: number, status: string, memfdBytes = 0): ProcessMemory | undefined {
   const kib = (pattern: RegExp): number | undefined => {
     const match = pattern.exec(status)
     return match === null ? undefined : Number(match[1]) * 1024
   }
   const anon = kib(RSS_ANON)
   if (anon === undefined) return undefined
-  return { pid, command: STATUS_NAME.exec(status)?.[1] ?? '?', bytes: anon + (kib(RSS_SHMEM) ?? 0) }
+  return { pid, command: STATUS_NAME.exec(status)?.[1] ?? '?', bytes: anon + Math.max(kib(RSS_SHMEM) ?? 0, memfdBytes) }
+}
+
+/**
+ * The bytes held by the memfds among a process's open files (`fdDir`: its /proc/<pid>/fd), each
+ * memfd counted once across the processes of one poll (`seen`: device and inode): what a file of
+ * them really holds (its blocks, not its size: a truncated-up memfd holds nothing). 0 when the
+ * directory cannot be read (the process exited).
+ */
+export function memfdBytes(fdDir: string, seen: Set<string>): number {
+  let fds: string[]
+  try {
+    fds = readdirSync(fdDir)
+  } catch {
+    return 0
+  }
+  let bytes = 0
+  for (const fd of fds) {
+    try {
+      if (!readlinkSync(`${fdDir}/${fd}`).startsWith('/memfd:')) continue
+      const file = statSync(`${fdDir}/${fd}`)
+      const id = `${file.dev}:${file.ino}`
+      if (seen.has(id)) continue
+      seen.add(id)
+      bytes += file.blocks * 512
+    } catch {
+      // closed since the listing
+    }
+  }
+  return bytes
 }
 
 const RSS_ANON = /^RssAnon:\s+(\d+) kB$/m
@@ -130,10 +166,11 @@ export function pollingMemoryWatch(launcherPid: number, limitMb: number): Memory
     } catch {
       return
     }
+    const memfds = new Set<string>()
     for (const entry of entries) {
       if (!/^\d+$/.test(entry)) continue
       try {
-        const found = processMemory(Number(entry), readFileSync(`${procDir}/${entry}/status`, 'latin1'))
+        const found = processMemory(Number(entry), readFileSync(`${procDir}/${entry}/status`, 'latin1'), memfdBytes(`${procDir}/${entry}/fd`, memfds))
         if (found !== undefined) processes.push(found)
       } catch {
         // exited since the listing

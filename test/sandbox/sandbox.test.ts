@@ -13,7 +13,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { subprocessAdapter } from '../../engine/adapters/subprocess.js'
 import { sandboxRequested, isolationOf, SandboxSettings } from '../../engine/sandbox/config.js'
 import { openSandbox, probeSandbox, type SandboxRequest } from '../../engine/sandbox/host.js'
-import { overLimit, processMemory } from '../../engine/sandbox/memory.js'
+import { memfdBytes, overLimit, processMemory } from '../../engine/sandbox/memory.js'
 import { CHART_CONFIG_DIR, harnessPaths } from '../../engine/sandbox/paths.js'
 import { AGENT_NICENESS, initScript, launcherArgv, parseHardLimits, protectedPathsCheck, sandboxLimits, scratchInodes, skeletonEntries, topLevelBinds, type SandboxLayout } from '../../engine/sandbox/layout.js'
 import { agentPath, attempt, toolSuite } from '../adapters/helpers.js'
@@ -128,6 +128,9 @@ describe('sandbox layout (pure)', () => {
     const status = 'Name:\tnode\nUmask:\t0022\nState:\tS (sleeping)\nVmRSS:\t   90000 kB\nRssAnon:\t   70000 kB\nRssFile:\t   19000 kB\nRssShmem:\t    1000 kB\nThreads:\t11\n'
     expect(processMemory(7, status)).toEqual({ pid: 7, command: 'node', bytes: 71_000 * 1024 })
     expect(processMemory(8, 'Name:\tzombie\nState:\tZ (zombie)\nThreads:\t1\n')).toBeUndefined()
+    // the memfds it holds open count instead of RssShmem when larger (a mapped memfd is in both)
+    expect(processMemory(7, status, 50_000 * 1024)).toEqual({ pid: 7, command: 'node', bytes: 120_000 * 1024 })
+    expect(processMemory(7, status, 500 * 1024)).toEqual({ pid: 7, command: 'node', bytes: 71_000 * 1024 })
   })
 
   it('picks what to kill past the memory limit as an OOM killer would: the largest first, the init last, no more than needed', () => {
@@ -173,6 +176,33 @@ describe('sandbox layout (pure)', () => {
       '',
     ])
     expect(SandboxSettings.parse({})).toEqual({ read_only: [], memory_mb: 1024, max_pids: 256, tmpfs_mb: 256, max_open_files: 1024 })
+  })
+})
+
+describe("the memory watch's reading of a process (no sandbox needed)", () => {
+  it('counts the memory a process holds in memfds it never mapped (in no RSS figure), each memfd once, by what it holds', async () => {
+    // 32 MiB written into one memfd (its fd duplicated), a 1 GiB memfd only truncated up (it holds nothing), then unmapped: RssShmem stays 0
+    const script = [
+      'import os, sys, time',
+      "a = os.memfd_create('written'); os.write(a, b'x' * (32 << 20)); os.dup(a)",
+      "b = os.memfd_create('sparse'); os.ftruncate(b, 1 << 30)",
+      "print('ready', flush=True); time.sleep(30)",
+    ].join('\n')
+    const child = spawn('python3', ['-c', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    onTestFinished(() => void child.kill('SIGKILL'))
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => (chunk.toString().includes('ready') ? resolve() : undefined))
+      child.on('exit', (code) => reject(new Error(`python3 exited ${code}`)))
+    })
+    const seen = new Set<string>()
+    const held = memfdBytes(`/proc/${child.pid}/fd`, seen)
+    expect(held).toBeGreaterThanOrEqual(32 << 20)
+    expect(held).toBeLessThan(33 << 20)
+    const status = processMemory(child.pid!, readFileSync(`/proc/${child.pid}/status`, 'latin1'), held)!
+    expect(status.bytes).toBeGreaterThan(32 << 20)
+    // counted once per poll, whoever else holds it
+    expect(memfdBytes(`/proc/${child.pid}/fd`, seen)).toBe(0)
+    expect(memfdBytes('/proc/0/fd', new Set())).toBe(0)
   })
 })
 

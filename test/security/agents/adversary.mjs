@@ -260,6 +260,18 @@ const attacks = {
     )
     tried.push(`4 hogs of ${share} MB: ${held.filter(Boolean).length} held`)
     if (held.every(Boolean)) found(`4 processes held ${4 * share} MB together without being stopped`)
+    // then memory no process maps: a memfd written full (shared memory, in RssShmem only while mapped; no RLIMIT_DATA)
+    const memfd = [
+      'import os, time',
+      // a memfd is no process's RSS, so a cgroup's OOM killer would pick the agent itself: this process goes first
+      "open('/proc/self/oom_score_adj', 'w').write('1000')",
+      "fd = os.memfd_create('hog')",
+      `for _ in range(${Math.ceil(target / 16)}): os.write(fd, b'\\1' * (16 << 20))`,
+      "print('written', flush=True); time.sleep(3); print('held', flush=True)",
+    ].join('\n')
+    const kept = spawnSync('python3', ['-c', memfd], { encoding: 'utf8', timeout: 15_000 })
+    tried.push(`memfd hog of ${target} MB: status ${kept.status} signal ${kept.signal}${kept.error ? ` (${kept.error.message})` : ''}`)
+    if (kept.stdout?.includes('held')) found(`held ${target} MB in a memfd without being stopped`)
   },
 }
 
