@@ -22,7 +22,7 @@ import { readStackState } from '../../stack/local-stack.js'
 import { packageRoot } from '../../stack/paths.js'
 import { createActivities } from '../../workers/activities.js'
 import { createJudgeActivities } from '../../workers/judge/activities.js'
-import { startTestStack, type TestStack } from '../helpers/stack.js'
+import { forgeAsync, startTestStack, type TestStack } from '../helpers/stack.js'
 
 let stack: TestStack
 let nc: NatsConnection
@@ -83,6 +83,12 @@ describe('the results stream is trimmed of what the store holds (FORGE_RESULTS_K
     await until('the stream trimmed past them', async () => (await streamState()).first_seq > last)
     expect(await storedAttempts('trimmed')).toBe(5)
     for (const uid of uids) expect(await readStoredTrace(nc, uid)).toBeUndefined()
+    // forge stack status shows what the stream holds on the bus's disk: nothing left
+    const status = await forgeAsync(['stack', 'status', '--json'], stack.env)
+    expect(status.status).toBe(0)
+    expect((JSON.parse(status.stdout) as { name: string; detail: string }[]).find((s) => s.name === 'nats')?.detail).toMatch(
+      /^pid \d+ nats:\/\/127\.0\.0\.1:\d+; results stream 0 message\(s\), 0\.0 MiB \(stored results leave it after FORGE_RESULTS_KEEP=0 s\)$/,
+    )
     // the ingester counts what it trimmed (its ping; /metrics exports the same count)
     const ping = (await nc.request(subjects.ingesterPing, new Uint8Array(), { timeout: 2_000 })).json<{ stats: { trimmed_messages: number } }>()
     expect(ping.stats.trimmed_messages).toBeGreaterThanOrEqual(5)

@@ -1,6 +1,6 @@
 import { resolveConfig } from '../../../stack/config.js'
 import { stackStatus, type ComponentStatus } from '../../../stack/local-stack.js'
-import { withStoreHealth } from '../../../stack/ingester-probe.js'
+import { withResultsPath } from '../../../stack/ingester-probe.js'
 import { ForgeCommand } from '../../base.js'
 import { table } from '../../format.js'
 
@@ -11,7 +11,7 @@ export default class StackStatus extends ForgeCommand {
   async run(): Promise<ComponentStatus[]> {
     await this.parse(StackStatus)
     const config = resolveConfig()
-    const status = await withStoreHealth(config, stackStatus(config))
+    const status = await withResultsPath(config, stackStatus(config))
     if (!this.jsonEnabled()) this.log(table(['component', 'state', 'detail'], status.map((s) => [s.name, s.state, s.detail])))
     return status
   }
