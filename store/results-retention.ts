@@ -4,7 +4,7 @@
  * than FORGE_RESULTS_KEEP seconds ago. The stream's max_age (7 days) still bounds what no ingester ever
  * stored; a purge leaves JetStream's duplicate window intact, so a late republish is still dropped.
  */
-import { jetstreamManager, type JetStreamManager, type MsgRequest } from '@nats-io/jetstream'
+import { jetstreamManager, type MsgRequest } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { trimCut } from '../core/results-retention.js'
 import { INGESTER_CONSUMER, RESULTS_STREAM } from './bus.js'
@@ -17,8 +17,8 @@ export interface TrimResult {
 }
 
 /** Purges the results stream's stored messages older than `keepMs`; purged 0 when none may go. */
-export async function trimResultsStream(nc: NatsConnection, keepMs: number, now: number = Date.now(), jsm?: JetStreamManager): Promise<TrimResult> {
-  const manager = jsm ?? (await jetstreamManager(nc))
+export async function trimResultsStream(nc: NatsConnection, keepMs: number, now: number = Date.now()): Promise<TrimResult> {
+  const manager = await jetstreamManager(nc)
   const [consumer, stream] = await Promise.all([manager.consumers.info(RESULTS_STREAM, INGESTER_CONSUMER), manager.streams.info(RESULTS_STREAM)])
   const cut = await trimCut({
     firstSeq: stream.state.first_seq,

@@ -10,8 +10,7 @@ import { trimResultsStream, type TrimResult } from '../store/results-retention.j
 import { processFields } from './ingester-log.js'
 
 export interface ResultsTrimmer {
-  /** one trim now (the timer's own, or a test's); a second call while one runs waits for it */
-  trimNow(): Promise<TrimResult | undefined>
+  /** stops the timer and waits for a trim under way */
   stop(): Promise<void>
 }
 
@@ -23,6 +22,7 @@ export interface ResultsTrimmer {
 export function startResultsTrimmer(nc: NatsConnection, keepMs: number, logger: Logger, stats: { trimmed_messages: number }): ResultsTrimmer {
   let running: Promise<TrimResult | undefined> | undefined
   let failing = false
+  // one trim at a time: a slow one (a bus under load) is not started again on top of itself
   const trimNow = (): Promise<TrimResult | undefined> => {
     running ??= trimResultsStream(nc, keepMs)
       .then((result) => {
@@ -46,7 +46,6 @@ export function startResultsTrimmer(nc: NatsConnection, keepMs: number, logger: 
   const timer = setInterval(() => void trimNow(), trimIntervalMs(keepMs))
   timer.unref()
   return {
-    trimNow,
     async stop() {
       clearInterval(timer)
       await running

@@ -7,7 +7,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { MockActivityEnvironment } from '@temporalio/testing'
 import type { JudgeSettings } from '../../core/contracts/index.js'
@@ -22,6 +21,7 @@ import { readStackState } from '../../stack/local-stack.js'
 import { packageRoot } from '../../stack/paths.js'
 import { createActivities } from '../../workers/activities.js'
 import { createJudgeActivities } from '../../workers/judge/activities.js'
+import { waitFor } from '../helpers/fleet.js'
 import { forgeAsync, startTestStack, type TestStack } from '../helpers/stack.js'
 
 let stack: TestStack
@@ -66,14 +66,8 @@ async function streamState(): Promise<{ messages: number; first_seq: number; las
   return (await (await jetstreamManager(nc)).streams.info(RESULTS_STREAM)).state
 }
 
-/** polls `check` every 100 ms until it holds; the deadline only stops a broken build from hanging */
-async function until(what: string, check: () => Promise<boolean>, deadlineMs = 60_000): Promise<void> {
-  const end = Date.now() + deadlineMs
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`never happened: ${what}`)
-    await sleep(100)
-  }
-}
+/** polls `check` until it holds (test/helpers/fleet.ts waitFor); the deadline only stops a broken build from hanging */
+const until = (what: string, check: () => Promise<boolean>): Promise<true> => waitFor(what, async () => ((await check()) ? true : undefined), 60_000)
 
 describe('the results stream is trimmed of what the store holds (FORGE_RESULTS_KEEP=0)', () => {
   it('trims every stored message; the store keeps them all, and a late republish is still a duplicate', async () => {

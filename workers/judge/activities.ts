@@ -1,9 +1,10 @@
 /**
  * The judge activity, on its own task queue (default `forge-judge`) so it is rate-limited apart
  * from agents: tier-2 golden divergence for failed attempts of tasks with a golden trace, and the
- * LLM-judge metrics. It reads the attempt's stored trace from the results stream by attempt_uid
- * (never through workflow history), or from the store once the ingester trimmed it off the stream and publishes a JudgeOutcome. A judge that cannot answer is
- * data (errored rows, tier 2 `errored`); only infrastructure errors (NATS) throw and are retried.
+ * LLM-judge metrics. It reads the attempt's stored trace by attempt_uid (never through workflow
+ * history) from the results stream, or from the store once the ingester trimmed it off the stream,
+ * and publishes a JudgeOutcome. A judge that cannot answer is data (errored rows, tier 2
+ * `errored`); only infrastructure errors (NATS, the store) throw and are retried.
  */
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
