@@ -71,6 +71,7 @@ export async function planRun(config: ForgeConfig, input: RunConfigInput): Promi
   if (unresolved.length > 0) throw new ConfigError(`--adapter-config names secrets this machine does not have: ${unresolved.join('; ')}`)
   const suite = await loadSuite(run.suite)
   const tasks = selectTasks(suite.tasks, run.task_ids, suite.path)
+  checkPlannedAttempts(tasks.length, run.attempts, suite.path)
   // absolute, so any worker finds it; a bad table is a PriceTableError (exit code 2) naming the file
   const priceTablePath = run.price_table === undefined ? undefined : resolve(run.price_table)
   const priceTable = await loadPriceTable(priceTablePath)
@@ -110,6 +111,23 @@ export async function planRun(config: ForgeConfig, input: RunConfigInput): Promi
     ...(run.faults ? { faults: run.faults } : {}),
   } satisfies z.input<typeof RunPlan>)
   return { run, suite, tasks, priceTable, plan, localModel: models.local }
+}
+
+/**
+ * The most attempts one run plans (tasks × attempts): the store counts a run's attempts, and every
+ * count, index and version it keeps, in UInt32 columns, which would wrap a larger value silently.
+ * The contracts take such values as `z.uint32()`, so a message past it is rejected, never stored wrapped.
+ */
+export const MAX_PLANNED_ATTEMPTS = 0xffff_ffff
+
+/** Refuses a plan of more attempts (tasks × attempts) than the store counts (MAX_PLANNED_ATTEMPTS), naming --attempts and the suite. */
+export function checkPlannedAttempts(tasks: number, attempts: number, suitePath: string): void {
+  const planned = tasks * attempts
+  if (planned <= MAX_PLANNED_ATTEMPTS) return
+  const count = (n: number) => n.toLocaleString('en-US')
+  throw new ConfigError(
+    `--attempts ${count(attempts)} × ${count(tasks)} tasks of ${suitePath} plans ${count(planned)} attempts; a run plans at most ${count(MAX_PLANNED_ATTEMPTS)} (the store counts them in UInt32): lower --attempts or choose tasks with --task`,
+  )
 }
 
 /** The start-to-close limit of one attempt activity: the largest task budget, its judge graders' calls, and a minute of grace. */

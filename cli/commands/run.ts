@@ -57,7 +57,7 @@ export default class Run extends ForgeCommand {
     ...logFlags,
     suite: Flags.string({ char: 's', summary: 'Suite name (bundled), directory, or npm package.', default: 'smoke' }),
     adapter: Flags.string({ char: 'a', summary: `Agent adapter: ${adapterNames().join(', ')} (forge adapters list shows each one's --adapter-config).`, default: 'mock' }),
-    attempts: Flags.integer({ char: 'n', summary: 'Attempts per task.', default: 5 }),
+    attempts: Flags.integer({ char: 'n', summary: 'Attempts per task, 1 to 1,000,000 (a run plans at most 4,294,967,295: tasks × attempts).', default: 5 }),
     seed: Flags.string({ summary: 'Run seed: the same seed reproduces the mock agent and fault decisions.' }),
     workers: Flags.integer({
       char: 'w',

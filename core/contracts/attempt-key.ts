@@ -11,5 +11,5 @@ export const AttemptKey = z.object({
   config_id: z.string(),
   suite: z.string(),
   task_id: z.string(),
-  attempt: z.number().int().nonnegative(),
+  attempt: z.uint32(),
 })

@@ -22,7 +22,7 @@ export type AuditEntryMessage = z.infer<typeof AuditEntryMessage>
 
 export const AuditLinkMessage = z.object({
   run_id: z.string(),
-  seq: z.number().int().nonnegative(),
+  seq: z.uint32(),
   entry_kind: AuditEntryKind,
   entry_key: z.string(),
   content_hash: z.string(),

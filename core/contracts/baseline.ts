@@ -11,7 +11,7 @@ import { identifier } from './identifier.js'
  */
 export const BaselineRecord = z.object({
   name: identifier,
-  version: z.number().int().positive(),
+  version: z.uint32().positive(),
   run_id: z.string().min(1),
   suite: z.string(),
   commit_hash: z.string(),

@@ -40,7 +40,7 @@ export type InvariantResult = z.infer<typeof InvariantResult>
 /** One metric of one attempt (core/metrics): stored as a row of `metrics` with the metric's version. */
 export const MetricValue = z.object({
   metric: z.string(),
-  version: z.number().int().positive(),
+  version: z.uint32().positive(),
   kind: z.enum(['deterministic', 'judge']),
   /** `not_applicable`: nothing to measure (e.g. no token budget); `skipped`: the judge was not asked (gate); `errored`: the judge gave no usable answer */
   status: z.enum(['scored', 'not_applicable', 'skipped', 'errored']),
@@ -63,13 +63,13 @@ export type Tier2Status = z.infer<typeof Tier2Status>
 export const Tier2Result = z.object({
   status: Tier2Status,
   /** the step (1-based: tool calls in order, then the final answer) where the run went wrong */
-  divergence_step: z.number().int().positive().nullable().default(null),
+  divergence_step: z.uint32().positive().nullable().default(null),
   decision: z.string().default(''),
   explanation: z.string().default(''),
   confidence: z.number().min(0).max(1).nullable().default(null),
   low_confidence: z.boolean().default(false),
   /** judge calls made (a malformed reply is retried once) */
-  calls: z.number().int().nonnegative().default(0),
+  calls: z.uint32().default(0),
   error: z.string().default(''),
   judge: JudgeStamp.nullable().default(null),
 })
@@ -81,7 +81,7 @@ export const ReviewPacket = z.object({
   run_id: z.string(),
   suite: z.string(),
   task_id: z.string(),
-  attempt: z.number().int().nonnegative(),
+  attempt: z.uint32(),
   reasons: z.array(z.string()),
   instruction: z.string(),
   input: z.record(z.string(), z.unknown()),
@@ -106,8 +106,8 @@ export type ReviewPacket = z.infer<typeof ReviewPacket>
  * worker; revision 2 from the judge worker replaces it (tier 2 done, review decided again).
  */
 export const Judgement = AttemptKey.extend({
-  grading_version: z.number().int().positive().default(1),
-  revision: z.number().int().positive(),
+  grading_version: z.uint32().positive().default(1),
+  revision: z.uint32().positive(),
   tier0_failed: z.boolean(),
   tier2: Tier2Result,
   /** tier 3 is a flag, not a gate: it never changes outcome or validity */
@@ -120,7 +120,7 @@ export type Judgement = z.infer<typeof Judgement>
 
 /** What the judge worker publishes for one attempt: its judge metrics and the revised judgement. */
 export const JudgeOutcome = AttemptKey.extend({
-  grading_version: z.number().int().positive().default(1),
+  grading_version: z.uint32().positive().default(1),
   metrics: z.array(MetricValue),
   judgement: Judgement.nullable(),
   /** the audit entry of these rows (core/audit.ts), stored in `audit_entries` */
@@ -133,7 +133,7 @@ export type JudgeOutcome = z.infer<typeof JudgeOutcome>
  * version: a new row of `attempt_grades`; the original attempt row is never rewritten.
  */
 export const AttemptRegrade = AttemptKey.extend({
-  grading_version: z.number().int().min(2),
+  grading_version: z.uint32().min(2),
   outcome: Outcome,
   validity: Validity,
   failure_bucket: FailureBucket.nullable(),
@@ -155,7 +155,7 @@ export const ReviewResolution = z.object({
   attempt_uid: z.string().min(1),
   run_id: z.string(),
   task_id: z.string(),
-  grading_version: z.number().int().positive().default(1),
+  grading_version: z.uint32().positive().default(1),
   verdict: z.enum(['pass', 'fail', 'partial', 'violation', 'invalid', 'inconclusive']),
   failure_bucket: FailureBucket.nullable().default(null),
   note: z.string().default(''),

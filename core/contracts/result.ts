@@ -39,7 +39,7 @@ export const AttemptResult = AttemptKey.extend({
   error: z.string(),
   cost_usd: z.number().nonnegative().nullable(),
   latency_ms: z.number().nonnegative(),
-  tool_call_count: z.number().int().nonnegative(),
+  tool_call_count: z.uint32(),
   input_tokens: z.number().int().nonnegative(),
   output_tokens: z.number().int().nonnegative(),
   model: z.string(),
@@ -51,7 +51,7 @@ export const AttemptResult = AttemptKey.extend({
   finished_at: z.number(),
   tool_calls: z.array(ToolCall),
   /** injected faults the attempt met (tool calls and model calls); absent = none (runs without a fault profile) */
-  injected_faults: z.number().int().nonnegative().optional(),
+  injected_faults: z.uint32().optional(),
   /** the kind of each of those faults (timeout, 500, garbage, rate_limit, slow), one entry per fault */
   injected_fault_kinds: z.array(z.string()).optional(),
   /** present when the task has environment fixtures (workspace, sqlite, http) */

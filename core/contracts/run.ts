@@ -59,7 +59,7 @@ export const RunPlan = z.object({
   suite_path: z.string(),
   suite: z.string(),
   task_ids: z.array(z.string()).min(1),
-  attempts: z.number().int().positive(),
+  attempts: z.uint32().positive(),
   adapter: z.string(),
   adapter_config: z.record(z.string(), z.unknown()).default({}),
   seed: z.string(),
@@ -115,8 +115,8 @@ export const RunRecord = z.object({
   suite_path: z.string(),
   adapter: z.string(),
   config_id: z.string(),
-  attempts: z.number().int().positive(),
-  task_count: z.number().int().nonnegative(),
+  attempts: z.uint32().positive(),
+  task_count: z.uint32(),
   seed: z.string(),
   /**
    * `completed`: every planned attempt stored once; `degraded`: completed, but harness errors over 2%;
@@ -149,13 +149,13 @@ export const RunRecord = z.object({
   audit_signature: z.string().default(''),
   // issue 12, set when the run ended: what its completeness check found (0 / [] before, or for older runs)
   /** attempts the run planned (tasks × attempts) */
-  planned_attempts: z.number().int().nonnegative().default(0),
+  planned_attempts: z.uint32().default(0),
   /** planned attempts the store held at the end */
-  final_stored: z.number().int().nonnegative().default(0),
-  missing_count: z.number().int().nonnegative().default(0),
+  final_stored: z.uint32().default(0),
+  missing_count: z.uint32().default(0),
   /** the first missing attempts as `task#attempt` */
   missing_sample: z.array(z.string()).default([]),
-  harness_errors: z.number().int().nonnegative().default(0),
+  harness_errors: z.uint32().default(0),
   // fault stamps (issue 13); absent or '' = the run injected no faults
   /** the fault profile the run injected (FaultPlan.profile_hash); compare warns when two runs differ */
   fault_profile_hash: z.string().optional(),

@@ -78,7 +78,7 @@ export const CompareFindingCounts = z.object({
 
 /** One cell of a sweep: what it ran and how it compared with its baseline. */
 export const SweepCell = z.object({
-  cell: z.number().int().nonnegative(),
+  cell: z.uint32(),
   run_id: z.string().min(1),
   suite: z.string(),
   adapter: z.string(),
@@ -90,17 +90,17 @@ export const SweepCell = z.object({
   status: z.enum(['pending', 'running', 'completed', 'failed']),
   verdict: CellVerdict,
   config_id: z.string().default(''),
-  attempts: z.number().int().nonnegative().default(0),
-  not_executed: z.number().int().nonnegative().default(0),
+  attempts: z.uint32().default(0),
+  not_executed: z.uint32().default(0),
   /** the suite rate (unweighted mean of task rates); null before the cell finished */
   pass_rate: z.number().nullable().default(null),
-  harness_errors: z.number().int().nonnegative().default(0),
-  baseline_version: z.number().int().positive().nullable().default(null),
+  harness_errors: z.uint32().default(0),
+  baseline_version: z.uint32().positive().nullable().default(null),
   baseline_run_id: z.string().default(''),
   baseline_pass_rate: z.number().nullable().default(null),
   findings: CompareFindingCounts.nullable().default(null),
   /** the baseline version this cell's run became (promote_baseline) */
-  promoted_version: z.number().int().positive().nullable().default(null),
+  promoted_version: z.uint32().positive().nullable().default(null),
   error: z.string().default(''),
 })
 export type SweepCell = z.infer<typeof SweepCell>
@@ -116,7 +116,7 @@ export const SweepRecord = z.object({
   verdict: SweepVerdict,
   started_at: z.number(),
   finished_at: z.number().nullable(),
-  revision: z.number().int().nonnegative(),
+  revision: z.uint32(),
   cells: z.array(SweepCell),
 })
 export type SweepRecord = z.infer<typeof SweepRecord>

@@ -6,7 +6,7 @@ import { z } from 'zod'
 import { BudgetLimit } from './task.js'
 
 export const ToolCall = z.object({
-  index: z.number().int().nonnegative(),
+  index: z.uint32(),
   name: z.string(),
   args: z.unknown(),
   result: z.unknown().optional(),
@@ -16,7 +16,7 @@ export const ToolCall = z.object({
   injected_fault: z.string().optional(),
   /** the answer guard replaced expected answers in the arguments the tool received; where each came from (`outcome_graders[0].expected`) */
   intercepted: z.array(z.string()).optional(),
-  retry_index: z.number().int().nonnegative(),
+  retry_index: z.uint32(),
   started_ms: z.number().nonnegative(),
   duration_ms: z.number().nonnegative(),
 })

@@ -206,6 +206,22 @@ describe('ingest', () => {
     expect(rejected - rejectedBefore).toBe(1)
   })
 
+  it('rejects a signed result with a count past UInt32 (the store would keep it wrapped to a small number), and stores the rest', async () => {
+    const js = jetstream(nc)
+    const rejectedBefore = await rejectedSoFar()
+    // 2^32 + 3 tool calls would be stored as 3 by the UInt32 column
+    await publishAttemptResult(js, attempt('uint32-wrap', 'a', 0, { tool_call_count: 2 ** 32 + 3 }))
+    await publishAttemptResult(js, attempt('uint32-wrap', 'b', 0))
+    expect(await waitForRows('uint32-wrap', 1)).toEqual({ final: 1, uids: 1 })
+    const reader = await openReader(stack.config)
+    try {
+      expect(await reader.query("SELECT task_id FROM attempts FINAL WHERE run_id = 'uint32-wrap'")).toEqual([{ task_id: 'b' }])
+    } finally {
+      await reader.close()
+    }
+    expect((await rejectedSoFar()) - rejectedBefore).toBe(1)
+  })
+
   it('rejects the one grading message whose value the store refuses, and stores the rest of its round', async () => {
     const activities = createActivities({ nc, js: jetstream(nc), workerId: 'template', logger: createLogger('test') })
     await activities.runAttempt(echoInput('refused-grading-template'))

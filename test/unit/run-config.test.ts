@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { resolveConfig } from '../../config/index.js'
 import { ConfigError } from '../../core/errors.js'
 import { PriceTableError } from '../../engine/llm/errors.js'
-import { planRun } from '../../app/plan-run.js'
+import { checkPlannedAttempts, planRun } from '../../app/plan-run.js'
 import { parseRunConfig, runConfigFromFlags, type RunConfigInput, type RunFlags } from '../../app/run-config.js'
 
 /** `forge run`'s flags with nothing but their defaults given. */
@@ -250,5 +250,14 @@ describe('planRun', () => {
     await expect(planRun(config, { ...base, task_ids: ['precedence', 'nope'] })).rejects.toThrow(
       new ConfigError(`--task names tasks the suite at ${suite.path} does not have: nope (it has: decimal_division, paren_product, precedence)`),
     )
+  })
+
+  it('refuses a plan of more attempts than the store counts (UInt32), naming --attempts, the task count and the suite', () => {
+    // 4,295 tasks × 1,000,000 attempts (the most --attempts takes) is 4,295,000,000: over 4,294,967,295
+    expect(() => checkPlannedAttempts(4295, 1_000_000, '/suites/wide')).toThrow(
+      new ConfigError('--attempts 1,000,000 × 4,295 tasks of /suites/wide plans 4,295,000,000 attempts; a run plans at most 4,294,967,295 (the store counts them in UInt32): lower --attempts or choose tasks with --task'),
+    )
+    expect(() => checkPlannedAttempts(4294, 1_000_000, '/suites/wide')).not.toThrow()
+    expect(() => checkPlannedAttempts(1, 0xffff_ffff, '/suites/wide')).not.toThrow()
   })
 })
