@@ -22,14 +22,14 @@ export interface ForgeRunMeasurement {
   cpu_s: Map<string, number>
 }
 
-/** The stack's processes (temporal, nats-server, ingester) and this one, watched by a new sampler. */
-export function stackSampler(config: ForgeConfig): ProcessSampler {
+/** The stack's processes (temporal, nats-server, ingester) and, unless told not to, this one, watched by a new sampler. */
+export function stackSampler(config: ForgeConfig, { withThisProcess = true } = {}): ProcessSampler {
   const state = readStackState(config.home)
   const sampler = new ProcessSampler()
   sampler.watch('temporal', state.temporal?.pid)
   sampler.watch('nats-server', state.nats?.pid)
   sampler.watch('ingester', state.ingester?.pid)
-  sampler.watch('cli (this process)', process.pid)
+  if (withThisProcess) sampler.watch('cli (this process)', process.pid)
   return sampler
 }
 

@@ -46,6 +46,14 @@ export function mean(values: readonly number[]): number {
   return values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length
 }
 
+/** the middle value (the mean of the two middle ones for an even count); NaN for none */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
 /** attempts per second of `attempts` in `ms` milliseconds (a zero-length interval counts as 1 ms) */
 export function perSecond(attempts: number, ms: number): number {
   return attempts / (Math.max(ms, 1) / 1000)

@@ -12,14 +12,8 @@ import { SandboxSettings } from '../engine/sandbox/config.js'
 import { openSandbox } from '../engine/sandbox/host.js'
 import { loadSuite } from '../engine/suite-loader.js'
 import type { AgentAdapter } from '../core/plugins.js'
+import { mean, median } from './measure.js'
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
-
-const mean = (values: number[]): number => values.reduce((a, b) => a + b, 0) / values.length
 
 function run(argv: string[], env: Record<string, string>, cwd: string | undefined): Promise<void> {
   return new Promise((resolve, reject) => {

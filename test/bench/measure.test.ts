@@ -8,13 +8,15 @@ import {
   harnessLimited,
   idealRate,
   mean,
+  median,
   perSecond,
   ratioTarget,
   runPool,
   steadyRate,
   summarizeSeries,
 } from '../../bench/measure.js'
-import { describeCpuBound } from '../../bench/throughput-bench.js'
+import { describeCpuBound, describeEngineVsRun, type EngineRunPair } from '../../bench/throughput-bench.js'
+import type { InProcessReport } from '../../bench/in-process.js'
 import type { ForgeRunMeasurement } from '../../bench/forge-run.js'
 import type { RunReport } from '../../app/run.js'
 
@@ -114,6 +116,36 @@ describe('targets', () => {
     expect(line).toContain('on 2 core(s) that allows at most 1000 attempts/s (the run reached 70.0 % of it), 1.20× the in-process loop at best')
     // nothing measured (a sampler that saw no process): no line rather than a division by zero
     expect(describeCpuBound(measurement([]), 1200, 2)).toEqual([])
+  })
+})
+
+describe('in-process loop vs forge run', () => {
+  const run = (perSecond: number): ForgeRunMeasurement => ({
+    report: { expected_attempts: 1000, attempts: 1000, attempts_per_second: perSecond, wall_ms: 1e6 / perSecond, not_executed: 0, status: 'completed' } as RunReport,
+    workers_ready_ms: 40,
+    until_reported_ms: 1500,
+    peak_rss_kib: new Map([['ingester', 400 * 1024]]),
+    cpu_s: new Map([['ingester', 1], ['worker 0', 1.5]]),
+  })
+  const loop = (perSecond: number): InProcessReport => ({ attempts: 1000, concurrency: 100, wall_ms: 1e6 / perSecond, attempts_per_second: perSecond, cpu_s: 1.2, outcomes: { pass: 1000 }, published: { messages: 1000, bytes: 8_500_000 } })
+  const pair = (inProcess: number, forgeRun: number, inProcessFirst: boolean): EngineRunPair => ({ inProcess: loop(inProcess), run: run(forgeRun), inProcessFirst })
+
+  it('takes the median of the pairs\' ratios, not a ratio of medians measured apart, and checks it against 1.5×', () => {
+    // the machine slows down over the bench: each pair's ratio is 1.4×, yet the loop's median over the forge run's median is 1.6×
+    const pairs = [pair(1400, 1000, true), pair(700, 500, false), pair(1120, 800, true), pair(560, 400, false), pair(840, 600, true)]
+    const lines = describeEngineVsRun({ coldRun: run(300), pairs })
+    expect(lines).toContain('  pair 1 (loop, then run): in-process 1400, forge run 1000 attempts/s → 1.40×')
+    expect(lines).toContain('  pair 2 (run, then loop): in-process 700, forge run 500 attempts/s → 1.40×')
+    expect(lines).toContain('forge run 600 attempts/s (median); in-process ÷ forge run = 1.40× (the median of the pairs; in-process median 840 attempts/s)')
+    expect(lines).toContain('  met    forge run vs in-process within 1.5×: 1.40×')
+    expect(lines).toContain('  met    forge run ≥ 500 attempts/s: 600 attempts/s')
+    const slower = describeEngineVsRun({ coldRun: run(300), pairs: [pair(1000, 500, true), pair(900, 600, false), pair(1000, 400, true)] })
+    expect(slower).toContain('  MISSED forge run vs in-process within 1.5×: 2.00×')
+    expect(slower).toContain('  met    forge run ≥ 500 attempts/s: 500 attempts/s')
+  })
+
+  it('takes the middle value, or the mean of the middle two', () => {
+    expect([median([3, 1, 2]), median([4, 1, 3, 2]), median([])]).toEqual([2, 2.5, Number.NaN])
   })
 })
 
