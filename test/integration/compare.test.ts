@@ -27,6 +27,8 @@ afterAll(async () => {
 const ATTEMPTS = 40
 const SKILL = 0.9
 const DROPPED_SKILL = 0.3
+/** the mock's think per attempt in the runs that must not differ: latency past 25 % of it is flagged */
+const THINK_MS = 1000
 
 async function pair(suite: string, seed: string, dropped: string[]): Promise<{ a: RunReport; b: RunReport }> {
   const base = { suite, adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50 }
@@ -79,8 +81,13 @@ describe('forge compare of two mock runs with a planted drop', () => {
   }
 
   it('finds no regression between two runs of the same agent with different seeds', async () => {
-    const { a } = runs.get('e2e-1')!
-    const again = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, seed: 'e2e-1-again', adapter_config: { skill: SKILL } })
+    // an attempt's latency is its wall time, which a busy machine stretches: with no think time a
+    // loaded CI host once made one of two such runs 50 ms (> 25 %) slower and compare flagged it. Both
+    // runs think THINK_MS per attempt, so only a slowdown past compare's latency delta (25 % of that,
+    // 250 ms) could be flagged — an agent's, not the machine's
+    const agent = { suite: 'smoke', adapter: 'mock', attempts: ATTEMPTS, workers: 1, concurrency: 50, adapter_config: { skill: SKILL, delay_ms: THINK_MS } }
+    const a = await runSuite(stack.config, { ...agent, seed: 'e2e-1' })
+    const again = await runSuite(stack.config, { ...agent, seed: 'e2e-1-again' })
     runs.set('again', { a, b: again })
     const report = await compare({ runA: a.run_id, runB: again.run_id })
     expect({ regression: report.regression, findings: report.findings }).toEqual({
