@@ -14,7 +14,6 @@ import { loadSuite } from '../engine/suite-loader.js'
 import type { AgentAdapter } from '../core/plugins.js'
 import { mean, median } from './measure.js'
 
-
 function run(argv: string[], env: Record<string, string>, cwd: string | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), { env, ...(cwd !== undefined ? { cwd } : {}), stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })

@@ -73,7 +73,6 @@ export async function untilStackIdle(config: ForgeConfig, share = 0.1, windowMs 
   for (const warm of warmWorkers(config.home)) sampler.watch(`worker ${warm.slot}`, warm.pid)
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
-    sampler.sample()
     sampler.markCpu()
     await new Promise((resolve) => setTimeout(resolve, windowMs))
     sampler.sample()
@@ -134,6 +133,7 @@ export const pairRatio = (pair: EngineRunPair): number => pair.inProcess.attempt
 export function describeEngineVsRun(m: EngineVsRun): string[] {
   const runs = m.pairs.map((p) => p.run)
   const medianWarm = medianRun(runs)
+  const medianPair = m.pairs[runs.indexOf(medianWarm)]!
   const run = medianWarm.report.attempts_per_second
   const ratio = median(m.pairs.map(pairRatio))
   const engine = median(m.pairs.map((p) => p.inProcess.attempts_per_second))
@@ -144,13 +144,13 @@ export function describeEngineVsRun(m: EngineVsRun): string[] {
   return [
     ...describeForgeRun(m.coldRun, 'forge run (stack up, workers started for it)'),
     ...describeForgeRun(medianWarm, `forge run (stack up, on the warm worker the run before left or served; the median of ${runs.length} in a row: ${runs.map((r) => fixed(r.report.attempts_per_second)).join(', ')} attempts/s)`),
-    inProcessLine('in-process engine loop (the median run\'s pair)', m.pairs[runs.indexOf(medianWarm)]!.inProcess),
+    inProcessLine('in-process engine loop (the median run\'s pair)', medianPair.inProcess),
     'each warm run and the in-process loop measured next to it, both started on an idle stack:',
     ...m.pairs.map(pairLine),
     `forge run ${fixed(run)} attempts/s (median); in-process ÷ forge run = ${fixed(ratio)}× (the median of the pairs; in-process median ${fixed(engine)} attempts/s)`,
     `  ${describeTarget(atLeast('forge run', run, 500, 'attempts/s'))}`,
-    `  ${describeTarget({ ...ratioTarget('forge run vs in-process', 1, ratio, 1.5, 'within'), detail: `${fixed(ratio)}×` })}`,
-    ...describeCpuBound(medianWarm, m.pairs[runs.indexOf(medianWarm)]!.inProcess.attempts_per_second, availableParallelism()),
+    `  ${describeTarget(ratioTarget('forge run vs in-process', 1, ratio, 1.5, 'within'))}`,
+    ...describeCpuBound(medianWarm, medianPair.inProcess.attempts_per_second, availableParallelism()),
   ]
 }
 
