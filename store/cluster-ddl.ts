@@ -54,6 +54,8 @@ export function clusterStatements(sql: string, opts: ClusterOptions): string[] {
   const alter = ALTER.exec(statement)
   if (alter) {
     const [, table = '', rest = ''] = alter
+    // a MergeTree setting belongs to the replicated local table; the Distributed table has none
+    if (/^(MODIFY|RESET) SETTING\b/.test(rest)) return [`ALTER TABLE ${table}_local ON CLUSTER ${cluster} ${rest}`]
     // the Distributed table mirrors the local table's columns
     return [`ALTER TABLE ${table}_local ON CLUSTER ${cluster} ${rest}`, `ALTER TABLE ${table} ON CLUSTER ${cluster} ${rest}`]
   }

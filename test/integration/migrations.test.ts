@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openClickHouse, queryRows, type ClickHouseClient } from '../../store/clickhouse.js'
-import { migrate, migrations, rollback, sqlOf } from '../../store/migrations.js'
+import { INGESTED_TABLES, MERGE_SELECTOR_BASE, migrate, migrations, rollback, runStatements, sqlOf } from '../../store/migrations.js'
 import { contentHashOf, extendChain, manifestOf, verifyAudit, type AuditEntry } from '../../core/audit.js'
 import type { MetricValue } from '../../core/contracts/index.js'
 import { auditRowsOfRun, insertAuditEntries, insertAuditLinks } from '../../store/audit.js'
@@ -146,7 +146,7 @@ describe('ClickHouse migrations (chDB)', () => {
     await insertAuditEntries(client, [entry, other], Date.now())
     await insertAuditLinks(client, links, Date.now())
 
-    expect(await migrate(client)).toEqual([12])
+    expect(await migrate(client, 12)).toEqual([12])
     expect(await tables()).toContain('attempt_metrics')
     const moved = await queryRows<Record<string, unknown>>(
       client,
@@ -177,7 +177,7 @@ describe('ClickHouse migrations (chDB)', () => {
     expect(await tables()).not.toContain('attempt_metrics')
     const back = await queryRows<Record<string, unknown>>(client, "SELECT * FROM metrics FINAL WHERE run_id = 'm15' ORDER BY attempt_uid, metric")
     expect(back.map((r) => ({ ...r, ingested_at: undefined, detail: undefined }))).toEqual(before.map((r) => ({ ...r, ingested_at: undefined, detail: undefined })))
-    expect(await migrate(client)).toEqual([12])
+    expect(await migrate(client, 12)).toEqual([12])
   })
 
   describe('issue 15: migration 12 is safe to run again and by two migrators at once (every ingester replica migrates on start)', () => {
@@ -233,7 +233,7 @@ describe('ClickHouse migrations (chDB)', () => {
       const before = await atVersion11('k15')
       expect(before).toHaveLength(2)
       for (const statement of migration12.up.slice(0, done)) await client.command({ query: sqlOf(statement) })
-      expect(await migrate(client)).toEqual([12])
+      expect(await migrate(client, 12)).toEqual([12])
       expect(await queryRows(client, "SELECT * FROM metrics WHERE run_id = 'k15' ORDER BY metric")).toEqual(before)
       expect(await queryRows(client, "SELECT count() AS n FROM attempt_metrics FINAL WHERE run_id = 'k15'")).toEqual([{ n: 1 }])
     })
@@ -244,10 +244,11 @@ describe('ClickHouse migrations (chDB)', () => {
       let b: Promise<number[]> | undefined
       const a = migrate(
         hooked(/^CREATE VIEW IF NOT EXISTS metrics/, async () => {
-          b = migrate(client)
+          b = migrate(client, 12)
           await b
           bDone.resolve()
         }),
+        12,
       )
       expect(await a).toEqual([12])
       await bDone.promise
@@ -274,7 +275,7 @@ describe('ClickHouse migrations (chDB)', () => {
       const gatedB = hooked(
         /^INSERT INTO attempt_metrics/,
         async () => {
-          a = migrate(gatedA)
+          a = migrate(gatedA, 12)
           await aPaused.promise
         },
         async () => {
@@ -282,7 +283,7 @@ describe('ClickHouse migrations (chDB)', () => {
           if (firstFinishes) await a
         },
       )
-      const b = await migrate(gatedB)
+      const b = await migrate(gatedB, 12)
       bDone.resolve()
       expect(b).toEqual(expected)
       expect(await a).toEqual([12])
@@ -295,13 +296,30 @@ describe('ClickHouse migrations (chDB)', () => {
       await client.command({ query: 'RENAME TABLE metrics TO metrics_kept' })
       await client.command({ query: 'CREATE TABLE metrics (attempt_uid String) ENGINE = MergeTree ORDER BY attempt_uid' })
       try {
-        await expect(migrate(client)).rejects.toThrow(`migration 12 (${migration12.name}) failed 4 times: Storage MergeTree doesn't support FINAL`)
+        await expect(migrate(client, 12)).rejects.toThrow(`migration 12 (${migration12.name}) failed 4 times: Storage MergeTree doesn't support FINAL`)
         expect(await ledger()).toEqual([11])
       } finally {
         await client.command({ query: 'DROP TABLE metrics' })
         await client.command({ query: 'RENAME TABLE metrics_kept TO metrics' })
       }
-      expect(await migrate(client)).toEqual([12])
+      expect(await migrate(client, 12)).toEqual([12])
     })
+  })
+
+  it('issue 15: the tables written with every attempt merge ~20 small parts at a time; rolled back to the default; skipped where the server lacks the setting', async () => {
+    const settingOf = async (table: string) => {
+      const [row] = await queryRows<{ engine_full: string }>(client, 'SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = {t:String}', { t: table })
+      return /merge_selector_base = (\d+)/.exec(row!.engine_full)?.[1]
+    }
+    expect(await migrate(client)).toEqual([13])
+    for (const table of INGESTED_TABLES) expect(await settingOf(table), table).toBe(String(MERGE_SELECTOR_BASE))
+    expect(await settingOf('baselines')).toBeUndefined()
+    expect(await rollback(client, 12)).toEqual([13])
+    for (const table of INGESTED_TABLES) expect(await settingOf(table), table).toBeUndefined()
+    expect(await migrate(client)).toEqual([13])
+    // a server that does not know a setting skips the statement that needs it, and would refuse it otherwise
+    const unknown = 'ALTER TABLE runs MODIFY SETTING forge_no_such_setting = 1'
+    await expect(runStatements(client, [{ sql: unknown, needs: { mergeTreeSetting: 'forge_no_such_setting' } }], {})).resolves.toBeUndefined()
+    await expect(runStatements(client, [unknown], {})).rejects.toThrow(/forge_no_such_setting/)
   })
 })

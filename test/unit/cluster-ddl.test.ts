@@ -30,6 +30,9 @@ describe('cluster DDL', () => {
       'ALTER TABLE attempts_local ON CLUSTER forge ADD COLUMN IF NOT EXISTS grading_version UInt32 DEFAULT 1',
       'ALTER TABLE attempts ON CLUSTER forge ADD COLUMN IF NOT EXISTS grading_version UInt32 DEFAULT 1',
     ])
+    // a MergeTree setting only on the replicated table: a Distributed table refuses it
+    expect(one('ALTER TABLE traces MODIFY SETTING merge_selector_base = 20')).toEqual(['ALTER TABLE traces_local ON CLUSTER forge MODIFY SETTING merge_selector_base = 20'])
+    expect(one('ALTER TABLE traces RESET SETTING merge_selector_base')).toEqual(['ALTER TABLE traces_local ON CLUSTER forge RESET SETTING merge_selector_base'])
     expect(one('DROP TABLE IF EXISTS runs')).toEqual(['DROP TABLE IF EXISTS runs ON CLUSTER forge SYNC', 'DROP TABLE IF EXISTS runs_local ON CLUSTER forge SYNC'])
   })
 
@@ -44,8 +47,9 @@ describe('cluster DDL', () => {
       for (const sql of [...m.up, ...m.down].map(sqlOf)) {
         const statements = clusterStatements(sql, { cluster: 'forge', keeperPath: '/ch/forge/' })
         const kind = sql.trim().split(/\s+/).slice(0, 2).join(' ')
-        // a table is two (replicated local + Distributed); a view one, ON CLUSTER; moving rows one, not ON CLUSTER
-        const expected = kind === 'INSERT INTO' ? 1 : kind === 'CREATE VIEW' || kind === 'DROP VIEW' ? 1 : 2
+        // a table is two (replicated local + Distributed); a view or a table's merge setting one, ON CLUSTER; moving rows one, not ON CLUSTER
+        const setting = /^ALTER TABLE \w+ (MODIFY|RESET) SETTING /.test(sql.trim())
+        const expected = kind === 'INSERT INTO' || kind === 'CREATE VIEW' || kind === 'DROP VIEW' || setting ? 1 : 2
         expect(statements.length, `migration ${m.version}: ${sql.slice(0, 60)}`).toBe(expected)
         for (const s of statements) {
           if (kind === 'INSERT INTO') expect(s).not.toContain(' ON CLUSTER')
