@@ -8,7 +8,7 @@ import type { ForgeConfig } from '../config/index.js'
 import { readStackState } from '../stack/local-stack.js'
 import { warmWorkers } from '../stack/warm-workers.js'
 import { fixed, mib } from './measure.js'
-import { ProcessSampler } from './proc.js'
+import { ProcessSampler, threadCpuSeconds } from './proc.js'
 
 export interface ForgeRunMeasurement {
   report: RunReport
@@ -20,6 +20,8 @@ export interface ForgeRunMeasurement {
   peak_rss_kib: Map<string, number>
   /** CPU seconds by process during the run */
   cpu_s: Map<string, number>
+  /** of the ingester's, what the embedded store's background merges used (absent with a ClickHouse server) */
+  merge_cpu_s?: number
 }
 
 /** The stack's processes (temporal, nats-server, ingester) and, unless told not to, this one, watched by a new sampler. */
@@ -39,6 +41,8 @@ export async function measureForgeRun(config: ForgeConfig, input: RunConfigInput
   // a warm worker was there before the run (its loading, or the runs it served, are not this run's):
   // watched from the mark; a worker forked for the run counts from its start
   for (const warm of warmWorkers(config.home)) sampler.watch(`worker ${warm.slot}`, warm.pid)
+  const ingester = readStackState(config.home).ingester?.pid
+  const mergesBefore = ingester === undefined || config.clickhouseUrl !== undefined ? undefined : threadCpuSeconds(ingester, 'MergeMutate')
   sampler.markCpu()
   sampler.start(100)
   const started = performance.now()
@@ -54,12 +58,14 @@ export async function measureForgeRun(config: ForgeConfig, input: RunConfigInput
     sampler.stop()
   }
   const peaks = new Map([...sampler.rssSeries()].map(([name, series]) => [name, series.peak]))
-  return { report, workers_ready_ms: workersReadyMs, until_reported_ms: performance.now() - started, peak_rss_kib: peaks, cpu_s: sampler.cpuUsed() }
+  const merges = mergesBefore === undefined ? {} : { merge_cpu_s: threadCpuSeconds(ingester!, 'MergeMutate') - mergesBefore }
+  return { report, workers_ready_ms: workersReadyMs, until_reported_ms: performance.now() - started, peak_rss_kib: peaks, cpu_s: sampler.cpuUsed(), ...merges }
 }
 
 /** The measurement as the bench prints it. */
 export function describeForgeRun(m: ForgeRunMeasurement, label: string): string[] {
   const { report } = m
+  const perAttempt = (cpu: number): string => ((cpu * 1000) / Math.max(report.expected_attempts, 1)).toFixed(2)
   const lines = [
     `${label}: ${report.expected_attempts} attempts, wall ${(report.wall_ms / 1000).toFixed(2)} s → ${fixed(report.attempts_per_second)} attempts/s`,
     `  of which worker start-up ${(m.workers_ready_ms / 1000).toFixed(2)} s; stored rows ${report.attempts} of ${report.expected_attempts}; not executed ${report.not_executed}; status ${report.status}`,
@@ -67,7 +73,8 @@ export function describeForgeRun(m: ForgeRunMeasurement, label: string): string[
   ]
   for (const [name, kib] of m.peak_rss_kib) {
     const cpu = m.cpu_s.get(name) ?? 0
-    lines.push(`    ${name.padEnd(20)} ${mib(kib).padStart(9)}  ${cpu.toFixed(2).padStart(6)} s (${((cpu * 1000) / Math.max(report.expected_attempts, 1)).toFixed(2)} ms/attempt)`)
+    lines.push(`    ${name.padEnd(20)} ${mib(kib).padStart(9)}  ${cpu.toFixed(2).padStart(6)} s (${perAttempt(cpu)} ms/attempt)`)
+    if (name === 'ingester' && m.merge_cpu_s !== undefined) lines.push(`      of it chDB's merges ${''.padStart(9)}  ${m.merge_cpu_s.toFixed(2).padStart(6)} s (${perAttempt(m.merge_cpu_s)} ms/attempt)`)
   }
   return lines
 }

@@ -2,7 +2,7 @@
  * Reading processes from /proc for the benches: resident memory and CPU seconds, and a sampler that
  * keeps a series per named process (RSS start / peak / end, CPU used between two marks).
  */
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { summarizeSeries, type SeriesSummary } from './measure.js'
 
 /** a process's resident set (VmRSS) or its high-water mark (VmHWM) in KiB; 0 once it is gone */
@@ -24,6 +24,31 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return 0
   }
+}
+
+/**
+ * CPU seconds (user + system) the threads of a process named `comm` have used so far (chDB's merge
+ * threads are `MergeMutate`); only threads still alive count, which a pool's threads are.
+ */
+export function threadCpuSeconds(pid: number, comm: string): number {
+  let ticks = 0
+  let tids: string[]
+  try {
+    tids = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return 0
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      ticks += Number(fields[11]) + Number(fields[12])
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return ticks / 100
 }
 
 /** Samples named processes' RSS and CPU; a name may be re-pointed at a new pid (a restarted worker). */

@@ -17,7 +17,9 @@ import {
 } from '../../bench/measure.js'
 import { describeCpuBound, describeEngineVsRun, type EngineRunPair } from '../../bench/throughput-bench.js'
 import type { InProcessReport } from '../../bench/in-process.js'
-import type { ForgeRunMeasurement } from '../../bench/forge-run.js'
+import { describeForgeRun, type ForgeRunMeasurement } from '../../bench/forge-run.js'
+import { threadCpuSeconds } from '../../bench/proc.js'
+import { readFileSync } from 'node:fs'
 import type { RunReport } from '../../app/run.js'
 
 describe('runPool', () => {
@@ -116,6 +118,37 @@ describe('targets', () => {
     expect(line).toContain('on 2 core(s) that allows at most 1000 attempts/s (the run reached 70.0 % of it), 1.20× the in-process loop at best')
     // nothing measured (a sampler that saw no process): no line rather than a division by zero
     expect(describeCpuBound(measurement([]), 1200, 2)).toEqual([])
+  })
+})
+
+describe('thread CPU', () => {
+  it("adds up the CPU of a process's threads of one name, and nothing for a name or process that is not there", () => {
+    const main = readFileSync(`/proc/${process.pid}/task/${process.pid}/comm`, 'utf8').trim()
+    const before = threadCpuSeconds(process.pid, main)
+    const until = Date.now() + 150
+    while (Date.now() < until); // burn CPU on this (main) thread
+    expect(threadCpuSeconds(process.pid, main) - before).toBeGreaterThanOrEqual(0.05)
+    expect(threadCpuSeconds(process.pid, 'forge-no-such-thread')).toBe(0)
+    expect(threadCpuSeconds(2 ** 22 + 1, main)).toBe(0)
+  })
+
+  it("prints the ingester's merge CPU under the ingester when it was measured", () => {
+    const m: ForgeRunMeasurement = {
+      report: { expected_attempts: 1000, attempts_per_second: 500, wall_ms: 2000, attempts: 1000, not_executed: 0, status: 'completed' } as RunReport,
+      workers_ready_ms: 40,
+      until_reported_ms: 2100,
+      peak_rss_kib: new Map([['ingester', 400 * 1024], ['worker 0', 300 * 1024]]),
+      cpu_s: new Map([['ingester', 1.4], ['worker 0', 1.6]]),
+      merge_cpu_s: 0.07,
+    }
+    const lines = describeForgeRun(m, 'run')
+    const at = lines.findIndex((l) => l.trim().startsWith('ingester'))
+    expect(lines[at]).toContain('1.40 s (1.40 ms/attempt)')
+    expect(lines[at + 1]).toMatch(/^ {6}of it chDB's merges +0\.07 s \(0\.07 ms\/attempt\)$/)
+    // a ClickHouse server's merges are not the ingester's
+    const server: ForgeRunMeasurement = { ...m }
+    delete server.merge_cpu_s
+    expect(describeForgeRun(server, 'run').some((l) => l.includes('merges'))).toBe(false)
   })
 })
 
