@@ -15,12 +15,16 @@ export function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number 
   }
 }
 
+/** utime + stime of a /proc stat line, in clock ticks (USER_HZ = 100) */
+function statTicks(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return Number(fields[11]) + Number(fields[12])
+}
+
 /** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat; 0 once it is gone */
 export function cpuSeconds(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / 100 // utime + stime in clock ticks (USER_HZ = 100)
+    return statTicks(readFileSync(`/proc/${pid}/stat`, 'utf8')) / 100
   } catch {
     return 0
   }
@@ -41,9 +45,7 @@ export function threadCpuSeconds(pid: number, comm: string): number {
   for (const tid of tids) {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      ticks += Number(fields[11]) + Number(fields[12])
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === comm) ticks += statTicks(stat)
     } catch {
       // the thread ended between the listing and the read
     }
