@@ -4,12 +4,17 @@ import type { SweepRecord } from '../core/contracts/sweep.js'
 import { INSERT_SETTINGS, type StoreReader } from './clickhouse.js'
 import { rowsToSweep, sweepToRows, type SweepCellRow, type SweepRow } from './sweep-converters.js'
 
+/**
+ * Stores sweep records: each revision's cells first, then the sweep row. `forge sweep` waits for the
+ * sweep row to say completed and then reads the cells, so cells inserted after it could be read at
+ * an older revision (a clean CI run printed a completed sweep whose first cell was still pending).
+ */
 export async function insertSweeps(client: ClickHouseClient, records: SweepRecord[], now: number = Date.now()): Promise<void> {
   if (records.length === 0) return
   const rows = records.map((r) => sweepToRows(r, now))
-  await client.insert({ table: 'sweeps', values: rows.map((r) => r.sweep), format: 'JSONEachRow', clickhouse_settings: INSERT_SETTINGS })
   const cells = rows.flatMap((r) => r.cells)
   if (cells.length > 0) await client.insert({ table: 'sweep_cells', values: cells, format: 'JSONEachRow', clickhouse_settings: INSERT_SETTINGS })
+  await client.insert({ table: 'sweeps', values: rows.map((r) => r.sweep), format: 'JSONEachRow', clickhouse_settings: INSERT_SETTINGS })
 }
 
 export interface SweepSummary {
