@@ -5,6 +5,7 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { queryRows } from './clickhouse.js'
 import { clusterFromEnv, clusterLedgerStatement, clusterStatements, type ClusterOptions } from './cluster-ddl.js'
 
 /**
@@ -521,8 +522,7 @@ async function engineOf(client: ClickHouseClient, name: string): Promise<string 
 }
 
 async function knowsMergeTreeSetting(client: ClickHouseClient, name: string): Promise<boolean> {
-  const rs = await client.query({ query: 'SELECT count() AS n FROM system.merge_tree_settings WHERE name = {name:String}', query_params: { name }, format: 'JSONEachRow' })
-  const [row] = (await rs.json()) as { n: number | string }[]
+  const [row] = await queryRows<{ n: number | string }>(client, 'SELECT count() AS n FROM system.merge_tree_settings WHERE name = {name:String}', { name })
   return Number(row?.n ?? 0) > 0
 }
 
