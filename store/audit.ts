@@ -6,7 +6,7 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { entryId, METRICS_AS_ARRAYS, type AuditEntry, type AuditEntryHead, type AuditEntryKind, type AuditLink, type AuditManifest, type AuditRow } from '../core/audit.js'
 import type { AttemptRegrade, AttemptResult, AuditRecord, JudgeOutcome, ReviewResolution, StoredTrace } from '../core/contracts/index.js'
-import { INSERT_SETTINGS, type StoreReader } from './clickhouse.js'
+import type { StoreReader } from './clickhouse.js'
 import { attemptToRow, toChDateTime, toolCallsToRows } from './converters.js'
 import { judgementToRow, metricRowsOf, metricsToRows, regradeToRow, resolutionToRow, storedTraceToRow } from './grading-converters.js'
 
@@ -63,13 +63,12 @@ export async function insertAuditEntries(client: ClickHouseClient, entries: read
     table: 'audit_entries',
     values: entries.map((e) => ({ run_id: e.run_id, entry_kind: e.entry_kind, entry_key: e.entry_key, content_hash: e.content_hash, manifest: JSON.stringify(e.manifest), created_at: toChDateTime(createdAt) })),
     format: 'JSONEachRow',
-    clickhouse_settings: INSERT_SETTINGS,
   })
 }
 
 export async function insertAuditLinks(client: ClickHouseClient, links: readonly AuditLink[], sealedAt: number): Promise<void> {
   if (links.length === 0) return
-  await client.insert({ table: 'audit_chain', values: links.map((l) => ({ ...l, sealed_at: toChDateTime(sealedAt) })), format: 'JSONEachRow', clickhouse_settings: INSERT_SETTINGS })
+  await client.insert({ table: 'audit_chain', values: links.map((l) => ({ ...l, sealed_at: toChDateTime(sealedAt) })), format: 'JSONEachRow' })
 }
 
 export async function insertAuditRecords(client: ClickHouseClient, records: readonly AuditRecord[], at: number): Promise<void> {

@@ -7,7 +7,7 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { AttemptResult, StoredTrace, type AttemptRegrade, type Grade, type Judgement, type JudgeOutcome, type ReviewResolution, type Tier2Result } from '../core/contracts/index.js'
 import { insertAuditEntries } from './audit.js'
-import { INSERT_SETTINGS, type StoreReader } from './clickhouse.js'
+import type { StoreReader } from './clickhouse.js'
 import {
   judgementToRow,
   metricsToRows,
@@ -23,7 +23,7 @@ import {
 } from './grading-converters.js'
 
 const insert = async (client: ClickHouseClient, table: string, values: unknown[]): Promise<void> => {
-  if (values.length > 0) await client.insert({ table, values, format: 'JSONEachRow', clickhouse_settings: INSERT_SETTINGS })
+  if (values.length > 0) await client.insert({ table, values, format: 'JSONEachRow' })
 }
 
 /** The grading parts of a batch of attempts: their deterministic metrics and first judgement. */

@@ -3,21 +3,21 @@ import type { ClickHouseClient } from '@clickhouse/client'
 import type { Measure, MeasureRanks, ToolSequenceCount } from '../core/compare.js'
 import { RunRecord, type AttemptResult, type BaselineRecord, type RunRecordInput } from '../core/contracts/index.js'
 import { LATENCY_QUANTILES, type AttemptMeasurement, type SuiteAggregate, type TaskAggregate } from '../core/report.js'
-import { INSERT_SETTINGS, type StoreReader } from './clickhouse.js'
+import type { StoreReader } from './clickhouse.js'
 import { attemptToRow, baselineToRow, rowToBaseline, rowToRun, runToRow, toolCallsToRows, type BaselineRow, type RunRow } from './converters.js'
 
 /** Inserts a batch of attempts and their tool calls; re-inserting an attempt replaces it (ReplacingMergeTree). */
 export async function insertAttempts(client: ClickHouseClient, attempts: AttemptResult[], ingestedAt: number): Promise<void> {
   if (attempts.length === 0) return
-  await client.insert({ table: 'attempts', values: attempts.map((a) => attemptToRow(a, ingestedAt)), format: 'JSONEachRow', clickhouse_settings: INSERT_SETTINGS })
+  await client.insert({ table: 'attempts', values: attempts.map((a) => attemptToRow(a, ingestedAt)), format: 'JSONEachRow' })
   const calls = attempts.flatMap((a) => toolCallsToRows(a, ingestedAt))
-  if (calls.length > 0) await client.insert({ table: 'tool_calls', values: calls, format: 'JSONEachRow', clickhouse_settings: INSERT_SETTINGS })
+  if (calls.length > 0) await client.insert({ table: 'tool_calls', values: calls, format: 'JSONEachRow' })
 }
 
 export async function insertRuns(client: ClickHouseClient, runs: RunRecordInput[]): Promise<void> {
   if (runs.length === 0) return
   // parsed: fields a record was written without get their defaults
-  await client.insert({ table: 'runs', values: runs.map((run) => runToRow(RunRecord.parse(run))), format: 'JSONEachRow', clickhouse_settings: INSERT_SETTINGS })
+  await client.insert({ table: 'runs', values: runs.map((run) => runToRow(RunRecord.parse(run))), format: 'JSONEachRow' })
 }
 
 export interface RunListEntry extends RunRecord {
@@ -70,7 +70,7 @@ export async function outcomeCounts(reader: StoreReader, runId: string): Promise
 
 export async function insertBaselines(client: ClickHouseClient, baselines: BaselineRecord[]): Promise<void> {
   if (baselines.length === 0) return
-  await client.insert({ table: 'baselines', values: baselines.map(baselineToRow), format: 'JSONEachRow', clickhouse_settings: INSERT_SETTINGS })
+  await client.insert({ table: 'baselines', values: baselines.map(baselineToRow), format: 'JSONEachRow' })
 }
 
 const num = (value: string | number): number => Number(value)

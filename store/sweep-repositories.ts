@@ -1,7 +1,7 @@
 /** The sweep tables: insert a sweep's state (the ingester), read the newest or one by id (forge sweep show). */
 import type { ClickHouseClient } from '@clickhouse/client'
 import type { SweepRecord } from '../core/contracts/sweep.js'
-import { INSERT_SETTINGS, type StoreReader } from './clickhouse.js'
+import type { StoreReader } from './clickhouse.js'
 import { rowsToSweep, sweepToRows, type SweepCellRow, type SweepRow } from './sweep-converters.js'
 
 /**
@@ -13,8 +13,8 @@ export async function insertSweeps(client: ClickHouseClient, records: SweepRecor
   if (records.length === 0) return
   const rows = records.map((r) => sweepToRows(r, now))
   const cells = rows.flatMap((r) => r.cells)
-  if (cells.length > 0) await client.insert({ table: 'sweep_cells', values: cells, format: 'JSONEachRow', clickhouse_settings: INSERT_SETTINGS })
-  await client.insert({ table: 'sweeps', values: rows.map((r) => r.sweep), format: 'JSONEachRow', clickhouse_settings: INSERT_SETTINGS })
+  if (cells.length > 0) await client.insert({ table: 'sweep_cells', values: cells, format: 'JSONEachRow' })
+  await client.insert({ table: 'sweeps', values: rows.map((r) => r.sweep), format: 'JSONEachRow' })
 }
 
 export interface SweepSummary {
