@@ -7,6 +7,7 @@ import { runSuite, type RunConfigInput, type RunReport } from '../app/run.js'
 import type { ForgeConfig } from '../config/index.js'
 import { readStackState } from '../stack/local-stack.js'
 import { warmWorkers } from '../stack/warm-workers.js'
+import { fetchClockSplit, describeClockSplit, type ClockSplit } from './clock-split.js'
 import { fixed, mib } from './measure.js'
 import { ProcessSampler, threadCpuSeconds } from './proc.js'
 
@@ -22,6 +23,8 @@ export interface ForgeRunMeasurement {
   cpu_s: Map<string, number>
   /** of the ingester's, what the embedded store's background merges used (absent with a ClickHouse server) */
   merge_cpu_s?: number
+  /** where the run's clock went, from its workflow histories (bench/clock-split.ts), or why that is not known */
+  clock?: ClockSplit | string
 }
 
 /** The stack's processes (temporal, nats-server, ingester) and, unless told not to, this one, watched by a new sampler. */
@@ -59,7 +62,13 @@ export async function measureForgeRun(config: ForgeConfig, input: RunConfigInput
   }
   const peaks = new Map([...sampler.rssSeries()].map(([name, series]) => [name, series.peak]))
   const merges = mergesBefore === undefined ? {} : { merge_cpu_s: threadCpuSeconds(ingester!, 'MergeMutate') - mergesBefore }
-  return { report, workers_ready_ms: workersReadyMs, until_reported_ms: performance.now() - started, peak_rss_kib: peaks, cpu_s: sampler.cpuUsed(), ...merges }
+  const untilReportedMs = performance.now() - started
+  // read after the measurement: its Temporal round trips are not the run's
+  const clock = await fetchClockSplit(config, report.run_id).then(
+    (split) => split ?? 'the workflow histories hold no completed run with attempt activities',
+    (error: unknown) => `the workflow histories could not be read: ${(error as Error).message}`,
+  )
+  return { report, workers_ready_ms: workersReadyMs, until_reported_ms: untilReportedMs, peak_rss_kib: peaks, cpu_s: sampler.cpuUsed(), ...merges, clock }
 }
 
 /** The measurement as the bench prints it. */
@@ -69,6 +78,7 @@ export function describeForgeRun(m: ForgeRunMeasurement, label: string): string[
   const lines = [
     `${label}: ${report.expected_attempts} attempts, wall ${(report.wall_ms / 1000).toFixed(2)} s → ${fixed(report.attempts_per_second)} attempts/s`,
     `  of which worker start-up ${(m.workers_ready_ms / 1000).toFixed(2)} s; stored rows ${report.attempts} of ${report.expected_attempts}; not executed ${report.not_executed}; status ${report.status}`,
+    ...(m.clock === undefined ? [] : [`  ${typeof m.clock === 'string' ? `clock split unknown: ${m.clock}` : describeClockSplit(m.clock)}`]),
     '  peak RSS and CPU seconds (user + system) by process during the run:',
   ]
   for (const [name, kib] of m.peak_rss_kib) {

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite, type RunEvent } from '../../app/run.js'
+import { fetchClockSplit } from '../../bench/clock-split.js'
 import { openReader } from '../../app/store-access.js'
 import { distEntry } from '../../stack/paths.js'
 import { subjects } from '../../store/bus.js'
@@ -66,6 +67,19 @@ describe('forge run on the embedded stack', () => {
     expect(report.run?.status).toBe('completed')
     const calls = await sql<{ n: string }>('SELECT count() AS n FROM tool_calls FINAL WHERE run_id = {run:String}', { run: report.run_id })
     expect(Number(calls[0]!.n)).toBeGreaterThan(0)
+  })
+
+  it("splits a run's clock from its real workflow histories: ramp, attempts and tail add up to the run, the check inside the tail (the bench's clock split)", async () => {
+    const report = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers: 1, concurrency: 10, seed: 'clock' })
+    const split = await fetchClockSplit(stack.config, report.run_id)
+    expect(split).toBeDefined()
+    const { total_ms, ramp_ms, attempts_ms, tail_ms, check_ms } = split!
+    for (const part of [ramp_ms, attempts_ms, tail_ms]) expect(part).toBeGreaterThan(0)
+    expect(ramp_ms + attempts_ms + tail_ms).toBeCloseTo(total_ms, 6)
+    expect(check_ms).toBeGreaterThan(0)
+    expect(check_ms).toBeLessThan(tail_ms)
+    // the run's own clock starts before its workflow and ends after it: the workflow's is shorter
+    expect(total_ms).toBeLessThanOrEqual(report.wall_ms)
   })
 
   it('gives identical outcomes for the same seed twice', async () => {
