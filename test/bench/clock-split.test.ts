@@ -55,9 +55,26 @@ describe('the clock split of a run (bench/clock-split.ts)', () => {
     expect(describeClockSplit(split!)).toBe('clock from the workflow histories: 1030 ms = ramp 60 ms + attempts 790 ms + tail 180 ms (of it the completeness check 100 ms)')
   })
 
+  it("reads a run of one shard's attempt activities from its own history, a re-run after the completeness check as part of the tail", () => {
+    const inline = [
+      event(0, 1),
+      ...activity('recordRunStatus', 20, 25, 30),
+      ...activity('runAttempts', 20, 35, 700),
+      ...activity('runAttempts', 20, 36, 720),
+      ...activity('checkCompleteness', 730, 735, 800),
+      ...activity('runAttempt', 805, 806, 840),
+      ...activity('checkCompleteness', 845, 846, 870),
+      event(900, 2),
+    ]
+    expect(childWorkflowIds(inline)).toEqual([])
+    const split = clockSplit(inline, [])!
+    expect(Object.fromEntries(Object.entries(split).map(([k, v]) => [k, Math.round(v)]))).toEqual({ total_ms: 900, ramp_ms: 35, attempts_ms: 685, tail_ms: 180, check_ms: 89 })
+  })
+
   it('says nothing for a run that has not completed, or whose children ran no attempt', () => {
     expect(clockSplit(run({ completed: false }), [shard0, shard1])).toBeUndefined()
     expect(clockSplit(run(), [[event(45, 1), ...activity('judgeAttempt', 50, 60, 70)]])).toBeUndefined()
+    // a run with children whose own history ran no attempt activity either
     expect(clockSplit(run(), [])).toBeUndefined()
   })
 

@@ -320,16 +320,19 @@ describe('Ctrl-C in a terminal (SIGINT to the whole process group)', () => {
     const agents = () => livePids().filter((pid) => procFile(pid, 'cmdline').split('\0').includes(marker))
     const cli = startCli(['run', '--suite', suite, '--attempts', '2', '--workers', '1', '--concurrency', '10', '--seed', 'chaos', '--run-id', 'chaos-ctrl-c-agents',
       '--adapter', 'subprocess', '--no-sandbox', '--adapter-config', JSON.stringify({ command: ['sh', '-c', 'sleep 600; exit 0', marker] })])
-    // every attempt's agent is running (a condition, not a sleep, decides when the SIGINT comes)
-    while (agents().length < TASKS * 2) {
+    // the process groups of the agents: each agent leads its own (spawned detached), its sleep is in it
+    const groupsOfAgents = () => new Set(agents().map(processGroupOf))
+    const inGroups = (groups: Set<number>) => livePids().filter((pid) => groups.has(processGroupOf(pid))).length
+    // every attempt's agent is running and has started its sleep (a condition, not a sleep, decides
+    // when the SIGINT comes: a shell seen before it forked its sleep failed this test under load)
+    while (agents().length < TASKS * 2 || inGroups(groupsOfAgents()) < TASKS * 2 * 2) {
       if (cli.child.exitCode !== null) throw new Error(`forge run ended before its agents ran: ${(await cli.exited).stderr}`)
       await sleep(100)
     }
     const workers = workerPids(cli.child)
-    // the process groups of the agents: each agent leads its own (spawned detached), its sleep is in it
-    const groups = new Set(agents().map(processGroupOf))
+    const groups = groupsOfAgents()
     expect(groups.size).toBe(TASKS * 2)
-    expect(livePids().filter((pid) => groups.has(processGroupOf(pid))).length).toBeGreaterThanOrEqual(TASKS * 2 * 2)
+    expect(inGroups(groups)).toBeGreaterThanOrEqual(TASKS * 2 * 2)
 
     process.kill(-cli.child.pid!, 'SIGINT')
     const end = await cli.exited

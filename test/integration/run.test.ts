@@ -170,14 +170,17 @@ describe('forge run on the embedded stack', () => {
     })
     run.catch(() => undefined)
     try {
-      const shard = new Client({ connection }).workflow.getHandle('forge-run-lanes-held/shard-0')
+      // one shard: it runs in the run's own history (forge-inline-single-shard-v1)
+      const shard = new Client({ connection }).workflow.getHandle('forge-run-lanes-held')
       let pending: { state: string; worker: string }[] = []
       const settled = (): boolean => pending.length === 3 && pending.filter((p) => p.state === 'STARTED').length === 2
       for (let i = 0; i < 600 && !settled(); i++) {
         await sleep(100)
         try {
           const { raw } = await shard.describe()
-          pending = (raw.pendingActivities ?? []).map((a) => ({ state: activityState(a.state), worker: a.lastWorkerIdentity ?? '' }))
+          pending = (raw.pendingActivities ?? [])
+            .filter((a) => a.activityType?.name === 'runAttempts')
+            .map((a) => ({ state: activityState(a.state), worker: a.lastWorkerIdentity ?? '' }))
         } catch (error) {
           if (!(error instanceof WorkflowNotFoundError)) throw error
         }

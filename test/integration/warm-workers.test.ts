@@ -76,17 +76,20 @@ async function runOn(seed: string): Promise<{ pids: number[]; attempts: number; 
   return { pids, attempts: report.attempts, status: report.status, runId: report.run_id }
 }
 
-/** who took the workflow tasks of a run's workflows (RunWorkflow and its shard) */
+/** who took the workflow tasks of a run's workflows (RunWorkflow and the shard children it started, if any) */
 async function workflowTaskTakers(runId: string): Promise<Set<string>> {
   const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
   try {
     const client = new Client({ connection, namespace: stack.config.temporal.namespace })
     const takers = new Set<string>()
-    for (const workflowId of [`forge-run-${runId}`, `forge-run-${runId}/shard-0`]) {
-      const history = await client.workflow.getHandle(workflowId).fetchHistory()
+    const workflowIds = [`forge-run-${runId}`]
+    for (let i = 0; i < workflowIds.length; i++) {
+      const history = await client.workflow.getHandle(workflowIds[i]!).fetchHistory()
       for (const event of history.events ?? []) {
         const identity = event.workflowTaskStartedEventAttributes?.identity
         if (identity) takers.add(identity)
+        const child = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId
+        if (child) workflowIds.push(child)
       }
     }
     return takers
@@ -430,15 +433,16 @@ describe('warm workers', () => {
       if (event.kind === 'stack') notices.push(event.message)
     })
     running.catch(() => undefined)
-    // the shard's attempt activities have started on the warm worker
+    // the run's attempt activities have started on the warm worker (one shard: in the run's own history)
     const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
     try {
-      const shard = new Client({ connection, namespace: stack.config.temporal.namespace }).workflow.getHandle(`forge-run-${runId}/shard-0`)
+      const run = new Client({ connection, namespace: stack.config.temporal.namespace }).workflow.getHandle(`forge-run-${runId}`)
       let started = 0
       for (let tries = 0; tries < 600 && started === 0; tries++) {
         await sleep(100)
-        const pending = await shard.describe().then((d) => d.raw.pendingActivities ?? [], () => [])
-        started = pending.filter((activity) => String(activity.state) === 'PENDING_ACTIVITY_STATE_STARTED' || activity.state === 2).length
+        const pending = await run.describe().then((d) => d.raw.pendingActivities ?? [], () => [])
+        const attempts = pending.filter((activity) => activity.activityType?.name === 'runAttempt' || activity.activityType?.name === 'runAttempts')
+        started = attempts.filter((activity) => String(activity.state) === 'PENDING_ACTIVITY_STATE_STARTED' || activity.state === 2).length
       }
       expect(started).toBeGreaterThan(0)
     } finally {

@@ -52,9 +52,11 @@ async function fetchEvents(workflowId: string) {
 }
 
 describe('the workflow host of forge run', () => {
-  it('plans a run with no worker process at all: the run and its shard get to their first attempt activities', async () => {
+  it('plans a run with no worker process at all: the run and its shard children get to their first attempt activities', async () => {
     const taskQueue = 'host-only'
-    const { plan } = await planRun(stack.config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers: 1, concurrency: 4, seed: 'host' })
+    const planned = await planRun(stack.config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers: 1, concurrency: 4, seed: 'host' })
+    // 10 attempts in shards of 5: two children (a run of one shard runs it in its own history)
+    const plan = { ...planned.plan, shard_size: 5 }
     const host = hostWorkflows({
       temporalAddress: stack.endpoints.temporalAddress,
       namespace: stack.config.temporal.namespace,
@@ -80,6 +82,40 @@ describe('the workflow host of forge run', () => {
       // one attempt per activity or batches of them, as the plan's window allows
       for (const name of attempts) expect(['runAttempt', 'runAttempts']).toContain(name)
       expect(shard.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)).toEqual([])
+    } finally {
+      await handle.terminate('test over').catch(() => undefined)
+      await host.stop()
+    }
+  })
+
+  it('plans a run of one shard with no worker process at all: its first attempt activities go out with its running record, in its own history (forge-inline-single-shard-v1)', async () => {
+    const taskQueue = 'host-only-inline'
+    const { plan } = await planRun(stack.config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers: 1, concurrency: 4, seed: 'host-inline' })
+    const host = hostWorkflows({
+      temporalAddress: stack.endpoints.temporalAddress,
+      namespace: stack.config.temporal.namespace,
+      taskQueue,
+      identity: 'the-cli',
+      logFile: join(stack.home, 'logs', 'host-test-inline.log'),
+    })
+    await host.ready
+    const workflowId = `forge-run-${plan.run_id}`
+    const handle = await client.workflow.start('RunWorkflow', { taskQueue, workflowId, args: [{ plan }] })
+    const scheduledNames = (events: Awaited<ReturnType<typeof fetchEvents>>) =>
+      events.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+    try {
+      const run = await historyUntil(workflowId, (events) => scheduledNames(events).some((name) => name !== 'recordRunStatus'))
+      const tasks = run.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED)
+      expect(new Set(tasks.map((e) => e.workflowTaskStartedEventAttributes?.identity))).toEqual(new Set(['the-cli']))
+      // the 'running' record and the first attempt activities go out together, from one workflow task, and no child
+      const scheduled = run.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+      expect(new Set(scheduled.map((e) => String(e.activityTaskScheduledEventAttributes?.workflowTaskCompletedEventId))).size).toBe(1)
+      const [record, ...attempts] = scheduledNames(run)
+      expect(record).toBe('recordRunStatus')
+      expect(attempts.length).toBeGreaterThan(0)
+      for (const name of attempts) expect(['runAttempt', 'runAttempts']).toContain(name)
+      expect(run.some((e) => e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)).toBe(false)
+      expect(run.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)).toEqual([])
     } finally {
       await handle.terminate('test over').catch(() => undefined)
       await host.stop()

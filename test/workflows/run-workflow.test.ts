@@ -24,6 +24,8 @@ const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.m
 const brokenWorkflowsPath = fileURLToPath(new URL('./nondeterministic-run.ts', import.meta.url))
 /** the replayed run uses fixed ids: the child workflow ids in its history derive from them */
 const REPLAY_WORKFLOW_ID = 'forge-replay-run-2x2'
+/** the history event types these tests read (temporal.api.enums.v1.EventType) */
+const EventType = { EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: 10, EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED: 29 } as const
 const STARTED_AT = 1_750_000_000_000
 
 
@@ -304,8 +306,12 @@ describe('RunWorkflow with stub activities', () => {
     ])
   })
 
-  it('fails the run on a non-retryable configuration error, without retrying it, and records the run as failed', async () => {
-    const p = plan({ task_ids: ['a'], attempts: 3, max_in_flight: 1 })
+  it.each([
+    // one shard runs in the run's own history (forge-inline-single-shard-v1); three are children
+    { shards: 1, shard_size: 1000, chain: [WorkflowFailedError, ActivityFailure, ApplicationFailure] },
+    { shards: 3, shard_size: 1, chain: [WorkflowFailedError, ChildWorkflowFailure, ActivityFailure, ApplicationFailure] },
+  ])('fails the run on a non-retryable configuration error, without retrying it, and records the run as failed ($shards shard(s))', async ({ shard_size, chain: expectedChain }) => {
+    const p = plan({ task_ids: ['a'], attempts: 3, max_in_flight: 1, max_shards_in_flight: 1, shard_size })
     const stub = stubActivities({
       fail: () => {
         throw ApplicationFailure.nonRetryable('suite toy: manifest suite.yaml not found', 'SuiteLoadError')
@@ -320,7 +326,7 @@ describe('RunWorkflow with stub activities', () => {
 
     expect(error).toBeInstanceOf(WorkflowFailedError)
     const chain = causeChain(error)
-    expect(chain.map((e) => (e as object).constructor)).toEqual([WorkflowFailedError, ChildWorkflowFailure, ActivityFailure, ApplicationFailure])
+    expect(chain.map((e) => (e as object).constructor)).toEqual(expectedChain)
     const root = chain.at(-1) as ApplicationFailure
     expect({ type: root.type, nonRetryable: root.nonRetryable }).toEqual({ type: 'SuiteLoadError', nonRetryable: true })
     expect(root.message).toContain('manifest suite.yaml not found')
@@ -454,38 +460,44 @@ describe('ShardWorkflow with several attempts at once per activity (attempt_lane
 })
 
 describe('replay of committed histories', () => {
+  // recorded before forge-inline-single-shard-v1, when every run's shards were children: only read now
   const files = { run: new URL('run-2x2.json', historiesDir), shard: new URL('run-2x2-shard-0.json', historiesDir) }
 
-  it('replays the committed 2 × 2 run (RunWorkflow and its shard) with the current workflow code', async () => {
-    // fixed ids and plan: the committed history is written once, from this run, and then only read
-    const p = plan({ run_id: 'run-replay-2x2', task_ids: ['t1', 't2'], attempts: 2 })
-    const stub = stubActivities({ outcome: (i) => (i.attempt === 0 ? 'pass' : 'fail') })
-    const { handle, result } = await runOnWorker(stub.activities, p, REPLAY_WORKFLOW_ID)
-    expect(await result).toEqual({ run_id: 'run-replay-2x2', total: 4, tally: { outcomes: { pass: 2, fail: 2 }, not_executed: 0 }, status: 'completed', completeness: complete(4) })
-
-    const fresh = {
-      run: await handle.fetchHistory(),
-      shard: await env.client.workflow.getHandle(`${REPLAY_WORKFLOW_ID}/shard-0`).fetchHistory(),
-    }
-    for (const key of ['run', 'shard'] as const) writeHistoryOnce(files[key], fresh[key])
-
+  it('replays the committed 2 × 2 run recorded with its shard as a child (RunWorkflow and ShardWorkflow) with the current workflow code', async () => {
     const committed = { run: readHistory(files.run), shard: readHistory(files.shard) }
     expect(committed.run.events?.length).toBeGreaterThan(10)
+    expect(committed.run.events?.some((e) => e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)).toBe(true)
     await Worker.runReplayHistory({ workflowBundle: bundle }, committed.run, REPLAY_WORKFLOW_ID)
     await Worker.runReplayHistory({ workflowBundle: bundle }, committed.shard, `${REPLAY_WORKFLOW_ID}/shard-0`)
   })
 
-  it('replays the committed shard of a run with attempt lanes (batches of several attempts at once)', async () => {
-    const id = 'forge-replay-run-lanes'
-    const file = new URL('run-lanes-shard-0.json', historiesDir)
+  it('replays the committed 2 × 2 run whose one shard ran in its own history (forge-inline-single-shard-v1)', async () => {
+    // fixed ids and plan: the committed history is written once, from this run, and then only read
+    const id = `${REPLAY_WORKFLOW_ID}-inline`
+    const file = new URL('run-2x2-inline.json', historiesDir)
+    const p = plan({ run_id: 'run-replay-2x2-inline', task_ids: ['t1', 't2'], attempts: 2 })
+    const stub = stubActivities({ outcome: (i) => (i.attempt === 0 ? 'pass' : 'fail') })
+    const { handle, result } = await runOnWorker(stub.activities, p, id)
+    expect(await result).toEqual({ run_id: 'run-replay-2x2-inline', total: 4, tally: { outcomes: { pass: 2, fail: 2 }, not_executed: 0 }, status: 'completed', completeness: complete(4) })
+    await expect(env.client.workflow.getHandle(`${id}/shard-0`).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError)
+
+    writeHistoryOnce(file, await handle.fetchHistory())
+    const committed = readHistory(file)
+    const events = committed.events ?? []
+    expect(events.some((e) => e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)).toBe(false)
+    const attempts = events.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && e.activityTaskScheduledEventAttributes?.activityType?.name === 'runAttempt')
+    expect(attempts).toHaveLength(4)
+    await Worker.runReplayHistory({ workflowBundle: bundle }, committed, id)
+  })
+
+  it('replays the committed shard of a run with attempt lanes (batches of several attempts at once), recorded as a child', async () => {
     const p = plan({ run_id: 'run-replay-lanes', task_ids: ['t1', 't2'], attempts: 4, max_in_flight: 4, attempts_per_activity: 2, attempt_lanes: 2 })
     const stub = stubActivities()
-    const { result } = await runOnWorker(stub.activities, p, id)
+    const { result } = await runOnWorker(stub.activities, p, 'forge-replay-run-lanes')
     expect((await result).tally).toEqual({ outcomes: { pass: 8 }, not_executed: 0 })
     expect(stub.batches.map((b) => [b.items.length, b.lanes])).toEqual([[4, 2], [4, 2]])
 
-    writeHistoryOnce(file, await env.client.workflow.getHandle(`${id}/shard-0`).fetchHistory())
-    await Worker.runReplayHistory({ workflowBundle: bundle }, readHistory(file), `${id}/shard-0`)
+    await Worker.runReplayHistory({ workflowBundle: bundle }, readHistory(new URL('run-lanes-shard-0.json', historiesDir)), 'forge-replay-run-lanes/shard-0')
   })
 
   it('the replay check fails for workflow code that would break that history', async () => {
