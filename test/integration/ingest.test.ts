@@ -18,6 +18,7 @@ import { packageRoot } from '../../stack/paths.js'
 import { join } from 'node:path'
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { attempt } from '../helpers/attempts.js'
 import { startTestStack, type TestStack } from '../helpers/stack.js'
 
 let stack: TestStack
@@ -32,42 +33,6 @@ afterAll(async () => {
   await nc?.drain()
   await stack?.down()
 })
-
-function attempt(runId: string, task: string, n: number, overrides: Partial<AttemptResult> = {}): AttemptResult {
-  return {
-    attempt_uid: `${runId}/c0/${task}/${n}`,
-    run_id: runId,
-    config_id: 'c0',
-    suite: 'unit',
-    task_id: task,
-    attempt: n,
-    adapter: 'mock',
-    outcome: 'pass',
-    validity: 'valid',
-    failure_bucket: null,
-    budget_limit: null,
-    grades: [{ grader: 'exact', passed: true, score: 1, detail: 'ok' }],
-    invariants: [],
-    instruction: 'say hi',
-    output: 'hi',
-    self_report: '',
-    error: '',
-    cost_usd: null,
-    latency_ms: 3,
-    tool_call_count: 1,
-    input_tokens: 10,
-    output_tokens: 2,
-    model: 'mock',
-    decoding: {},
-    price_table_version: '',
-    seed: '1',
-    worker_id: 'test',
-    started_at: 1_764_470_000_000,
-    finished_at: 1_764_470_000_003,
-    tool_calls: [{ index: 0, name: 'echo', args: { text: 'hi' }, result: 'hi', retry_index: 0, started_ms: 0, duration_ms: 1 }],
-    ...overrides,
-  }
-}
 
 async function countRows(runId: string): Promise<{ final: number; uids: number }> {
   const reader = await openReader(stack.config)

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { planRun } from '../../app/plan-run.js'
+import type { RunPlan } from '../../core/contracts/index.js'
 import { hostWorkflows } from '../../app/workflow-host.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 
@@ -51,22 +52,39 @@ async function fetchEvents(workflowId: string) {
   return history.events ?? []
 }
 
+/** the activity types a history scheduled, in order */
+const scheduledNames = (events: Awaited<ReturnType<typeof fetchEvents>>) =>
+  events.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+
+/** A workflow host alone on `taskQueue` (no worker process polls it) with RunWorkflow started there for `plan`; `end` terminates both. */
+async function runOnHostOnly(taskQueue: string, plan: RunPlan): Promise<{ workflowId: string; end(): Promise<void> }> {
+  const host = hostWorkflows({
+    temporalAddress: stack.endpoints.temporalAddress,
+    namespace: stack.config.temporal.namespace,
+    taskQueue,
+    identity: 'the-cli',
+    logFile: join(stack.home, 'logs', `${taskQueue}.log`),
+  })
+  await host.ready
+  const workflowId = `forge-run-${plan.run_id}`
+  const handle = await client.workflow.start('RunWorkflow', { taskQueue, workflowId, args: [{ plan }] }).catch(async (error: unknown) => {
+    await host.stop()
+    throw error
+  })
+  return {
+    workflowId,
+    async end() {
+      await handle.terminate('test over').catch(() => undefined)
+      await host.stop()
+    },
+  }
+}
+
 describe('the workflow host of forge run', () => {
   it('plans a run with no worker process at all: the run and its shard children get to their first attempt activities', async () => {
-    const taskQueue = 'host-only'
     const planned = await planRun(stack.config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers: 1, concurrency: 4, seed: 'host' })
     // 10 attempts in shards of 5: two children (a run of one shard runs it in its own history)
-    const plan = { ...planned.plan, shard_size: 5 }
-    const host = hostWorkflows({
-      temporalAddress: stack.endpoints.temporalAddress,
-      namespace: stack.config.temporal.namespace,
-      taskQueue,
-      identity: 'the-cli',
-      logFile: join(stack.home, 'logs', 'host-test.log'),
-    })
-    await host.ready
-    const workflowId = `forge-run-${plan.run_id}`
-    const handle = await client.workflow.start('RunWorkflow', { taskQueue, workflowId, args: [{ plan }] })
+    const { workflowId, end } = await runOnHostOnly('host-only', { ...planned.plan, shard_size: 5 })
     try {
       // nothing else polls this queue: every workflow task here is the host's
       const run = await historyUntil(workflowId, (events) => events.some((e) => e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED))
@@ -74,35 +92,21 @@ describe('the workflow host of forge run', () => {
       expect(identities.length).toBeGreaterThan(0)
       expect(new Set(identities)).toEqual(new Set(['the-cli']))
       // the 'running' record and the first shard go out together (forge-eager-shards-v1), before any worker exists
-      const scheduled = run.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
-      expect(scheduled).toEqual(['recordRunStatus'])
+      expect(scheduledNames(run)).toEqual(['recordRunStatus'])
       const shard = await historyUntil(`${workflowId}/shard-0`, (events) => events.some((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED))
-      const attempts = shard.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+      const attempts = scheduledNames(shard)
       expect(attempts.length).toBeGreaterThan(0)
       // one attempt per activity or batches of them, as the plan's window allows
       for (const name of attempts) expect(['runAttempt', 'runAttempts']).toContain(name)
       expect(shard.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)).toEqual([])
     } finally {
-      await handle.terminate('test over').catch(() => undefined)
-      await host.stop()
+      await end()
     }
   })
 
   it('plans a run of one shard with no worker process at all: its first attempt activities go out with its running record, in its own history (forge-inline-single-shard-v1)', async () => {
-    const taskQueue = 'host-only-inline'
     const { plan } = await planRun(stack.config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers: 1, concurrency: 4, seed: 'host-inline' })
-    const host = hostWorkflows({
-      temporalAddress: stack.endpoints.temporalAddress,
-      namespace: stack.config.temporal.namespace,
-      taskQueue,
-      identity: 'the-cli',
-      logFile: join(stack.home, 'logs', 'host-test-inline.log'),
-    })
-    await host.ready
-    const workflowId = `forge-run-${plan.run_id}`
-    const handle = await client.workflow.start('RunWorkflow', { taskQueue, workflowId, args: [{ plan }] })
-    const scheduledNames = (events: Awaited<ReturnType<typeof fetchEvents>>) =>
-      events.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+    const { workflowId, end } = await runOnHostOnly('host-only-inline', plan)
     try {
       const run = await historyUntil(workflowId, (events) => scheduledNames(events).some((name) => name !== 'recordRunStatus'))
       const tasks = run.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED)
@@ -117,8 +121,7 @@ describe('the workflow host of forge run', () => {
       expect(run.some((e) => e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)).toBe(false)
       expect(run.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)).toEqual([])
     } finally {
-      await handle.terminate('test over').catch(() => undefined)
-      await host.stop()
+      await end()
     }
   })
 
