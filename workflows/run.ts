@@ -60,7 +60,7 @@ export const EAGER_SHARDS_PATCH = 'forge-eager-shards-v1'
 /**
  * A run of one shard (≤ shard_size attempts) runs ShardWorkflow's code in its own history instead of
  * as a child: no child to start before the first attempt, no child completion to hop back after the
- * last — ~60 ms of a 1,000-attempt run's ~850 (issue 15). Histories before it replay with the child.
+ * last — ~50 ms of a warm 1,000-attempt run's ~900 (issue 15). Histories before it replay with the child.
  */
 export const INLINE_SHARD_PATCH = 'forge-inline-single-shard-v1'
 
