@@ -64,6 +64,12 @@ export const EAGER_SHARDS_PATCH = 'forge-eager-shards-v1'
  */
 export const INLINE_SHARD_PATCH = 'forge-inline-single-shard-v1'
 
+/**
+ * A run that fails or is cancelled while its 'running' record is still on its way waits for that record
+ * before it records the end, so the end keeps the start time (histories before it recorded at once).
+ */
+export const FAILED_AFTER_START_PATCH = 'forge-end-record-after-start-v1'
+
 export function shardRanges(total: number, shardSize: number): { start: number; end: number }[] {
   const ranges: { start: number; end: number }[] = []
   for (let start = 0; start < total; start += shardSize) ranges.push({ start, end: Math.min(total, start + shardSize) })
@@ -114,7 +120,12 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     if (stopAt >= shards.length && patched(RECONCILE_PATCH)) completeness = await reconcileRun(plan)
   } catch (error) {
     const status = isCancellation(error) ? 'cancelled' : 'failed'
-    await CancellationScope.nonCancellable(() => book.recordRunStatus({ plan, status, ...startedField() }))
+    await CancellationScope.nonCancellable(async () => {
+      // the 'running' record goes out with the first attempts and may still be on its way when one of
+      // them fails the run: its start time is this record's too (a record without it lost the run's)
+      if (recordingStart !== undefined && patched(FAILED_AFTER_START_PATCH)) await recordingStart.catch(() => undefined)
+      await book.recordRunStatus({ plan, status, ...startedField() })
+    })
     throw error
   }
   // outside the try: continue-as-new works by throwing, and is not a failure of the run

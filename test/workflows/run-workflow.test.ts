@@ -76,6 +76,8 @@ interface StubOptions {
   failBatch?: (input: AttemptBatchInput, tryNumber: number) => void
   /** the result of this call never reaches the store (a lost message) */
   lost?: (input: AttemptInput) => boolean
+  /** how long the 'running' record takes to be recorded (ms) */
+  runningRecordMs?: number
 }
 
 /** What the completeness check reports for a run the store holds whole. */
@@ -123,6 +125,7 @@ function stubActivities(opts: StubOptions = {}) {
     },
     async recordRunStatus(input: RunStatusInput): Promise<number> {
       statuses.push(input)
+      if (input.status === 'running' && opts.runningRecordMs) await new Promise((resolve) => setTimeout(resolve, opts.runningRecordMs))
       return input.started_at ?? STARTED_AT
     },
     async checkCompleteness(input: CompletenessInput) {
@@ -331,6 +334,23 @@ describe('RunWorkflow with stub activities', () => {
     expect({ type: root.type, nonRetryable: root.nonRetryable }).toEqual({ type: 'SuiteLoadError', nonRetryable: true })
     expect(root.message).toContain('manifest suite.yaml not found')
     expect(stub.attempts.map((c) => ({ task: c.input.task_id, attempt: c.input.attempt, try: c.try }))).toEqual([{ task: 'a', attempt: 0, try: 1 }])
+    expect(stub.statuses).toEqual([
+      { plan: p, status: 'running' },
+      { plan: p, status: 'failed', started_at: STARTED_AT },
+    ])
+  })
+
+  it("records a run that fails while its 'running' record is still on its way as failed with its start time (forge-end-record-after-start-v1)", async () => {
+    const p = plan({ task_ids: ['a'], attempts: 1, max_in_flight: 1 })
+    // the attempt fails at once; the 'running' record (sent with it) takes 500 ms
+    const stub = stubActivities({
+      runningRecordMs: 500,
+      fail: () => {
+        throw ApplicationFailure.nonRetryable('suite toy: manifest suite.yaml not found', 'SuiteLoadError')
+      },
+    })
+    const { result } = await runOnWorker(stub.activities, p)
+    await expect(result).rejects.toBeInstanceOf(WorkflowFailedError)
     expect(stub.statuses).toEqual([
       { plan: p, status: 'running' },
       { plan: p, status: 'failed', started_at: STARTED_AT },
