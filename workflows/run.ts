@@ -68,7 +68,7 @@ export const INLINE_SHARD_PATCH = 'forge-inline-single-shard-v1'
  * A run that fails or is cancelled while its 'running' record is still on its way waits for that record
  * before it records the end, so the end keeps the start time (histories before it recorded at once).
  */
-export const FAILED_AFTER_START_PATCH = 'forge-end-record-after-start-v1'
+export const END_AFTER_START_PATCH = 'forge-end-record-after-start-v1'
 
 export function shardRanges(total: number, shardSize: number): { start: number; end: number }[] {
   const ranges: { start: number; end: number }[] = []
@@ -123,7 +123,7 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     await CancellationScope.nonCancellable(async () => {
       // the 'running' record goes out with the first attempts and may still be on its way when one of
       // them fails the run: its start time is this record's too (a record without it lost the run's)
-      if (recordingStart !== undefined && patched(FAILED_AFTER_START_PATCH)) await recordingStart.catch(() => undefined)
+      if (recordingStart !== undefined && patched(END_AFTER_START_PATCH)) await recordingStart.catch(() => undefined)
       await book.recordRunStatus({ plan, status, ...startedField() })
     })
     throw error
