@@ -159,6 +159,13 @@ export const SETTINGS = {
     defaultText: '20',
     schema: wholeNumber(1, 10_000),
   }),
+  warmWorkerWarmup: define({
+    variable: 'FORGE_WARM_WORKER_WARMUP',
+    description: "Attempts a warm worker has run in all before it stops warming up while it waits (mock attempts of the smoke suite, nothing published or stored), so the next run finds its code compiled hot; a run's attempts count (0: no warm-up)",
+    fallback: 3000,
+    defaultText: '3000',
+    schema: wholeNumber(0, 1_000_000),
+  }),
   exitWithParent: define({
     variable: 'FORGE_EXIT_WITH_PARENT',
     description: 'A worker process stops when its parent (forge run) is gone (1) or not (0)',

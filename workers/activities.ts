@@ -50,6 +50,10 @@ export interface ActivityDeps {
   resultsKey?: () => string | undefined
 }
 
+/** attempts this process has run, any run's (a JIT warm-up's too, app/jit-warmup.ts): a worker that ran many is compiled hot */
+let attemptsRun = 0
+export const attemptsRunInThisProcess = (): number => attemptsRun
+
 export function createActivities(deps: ActivityDeps): RunActivities {
   const now = deps.now ?? Date.now
   const slots = new Slots(deps.attemptSlots ?? Number.POSITIVE_INFINITY)
@@ -112,6 +116,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
     })
     // a cancelled attempt (its run was cancelled) is not a sample: its agent was stopped, nothing is published
     if (cancellation?.aborted === true) throw cancellation.reason
+    attemptsRun++
     const { grading } = execution
     const maxPayload = busMaxPayload(deps.nc)
     const storedAt = now()

@@ -12,6 +12,7 @@ import { ConfigError } from '../core/errors.js'
 import { processTaint } from '../engine/process-taint.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import { buildFiles, jsonLine, onJsonLines, WARM_SLOT_ARG, WARM_SOCKET_ARG, warmPidPath, workerBuildStamp } from '../stack/warm-workers.js'
+import type { JitWarmup } from '../app/jit-warmup.js'
 import { prepareWorkflowWorker, retireWorkflows, runWorker, type PreparedWorkflows, type WorkerOptions } from './worker-main.js'
 
 type Channel = Pick<WorkerOptions, 'report' | 'parentGone' | 'preparedWorkflows' | 'shutdown' | 'keepWorkflows'>
@@ -172,6 +173,7 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
       const settings = message['forgeWorkerSettings']
       if (typeof settings !== 'object' || settings === null) return void socket.destroy()
       claimed = true
+      const warmupStopped = stopWarmup()
       for (const file of built) unwatchFile(file, onBuild)
       // this worker is the run's now: the others in line go, and the slot is free for the next warm worker
       server.close()
@@ -179,7 +181,6 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
       process.off('SIGTERM', onSignal)
       process.off('SIGINT', onSignal)
       forgetPidFile(warmPidPath(path))
-      applySettings(settings as Record<string, string>, message['cwd'])
       console.error(`warm worker ${process.pid} claimed by a run`)
       // the run's connection must not keep the worker alive once it is done, as an IPC channel would not
       socket.unref()
@@ -190,14 +191,15 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
       const runs = served + 1
       // told its run is done by a claimer still there, and not served enough: it waits for the next run
       const waitsAgain = (): boolean => isDone() && !socket.destroyed && mayServeAgain(runs)
-      void main({
+      // the run's settings (its environment, its working directory) once no warm-up attempt is left running
+      void warmupStopped.then(() => applySettings(settings as Record<string, string>, message['cwd'])).then(() => main({
         report: (reply) => void socket.write(jsonLine(reply)),
         parentGone,
         shutdown,
         // its workflow worker polls on, compiled hot, for the next run
         keepWorkflows: waitsAgain,
         ...(preparing !== undefined ? { preparedWorkflows: preparing } : {}),
-      }).then(async (keptWorkflows) => {
+      })).then(async (keptWorkflows) => {
         if (waitsAgain()) {
           console.error(`warm worker ${process.pid}: served ${runs} run(s); waiting again${keptWorkflows?.running !== undefined ? ', its workflow worker polling on' : ''}`)
           return awaitRunOnSocket(path, runs, () => socket.destroy(), keptWorkflows)
@@ -231,6 +233,15 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
   // its workflow worker, made while it waits (after it listens: a claim need not wait for it)
   let preparing: Promise<PreparedWorkflows | undefined> | undefined
+  // then its JIT warm-up, until a run claims it (app/jit-warmup.ts)
+  let warmup: JitWarmup | undefined
+  const stopWarmup = async (): Promise<void> => {
+    const running = warmup
+    warmup = undefined
+    if (running === undefined) return
+    const report = await running.stop()
+    if (report.stopped) console.error(`warm worker ${process.pid}: JIT warm-up stopped for the run after ${report.attempts} attempt(s) in ${Math.round(report.ms)} ms`)
+  }
   server.listen(path, () => {
     chmodSync(path, 0o600)
     // waiting again after a run: its pid file lets `forge stack down` stop it as it stops a new one
@@ -238,6 +249,35 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
     console.error(served > 0 ? `warm worker ${process.pid} waiting on ${path} for the next run` : `warm worker ${process.pid} loaded: waiting on ${path} for the next run`)
     listening()
     preparing = kept !== undefined ? Promise.resolve(kept) : prepareWarmWorkflows()
+    void preparing.then(() => warmUp(() => claimed || quitting, (started) => (warmup = started)))
+  })
+}
+
+/**
+ * Starts a waiting warm worker's JIT warm-up (FORGE_WARM_WORKER_WARMUP attempts in all), hands it to
+ * `started` and says how it ended; none once `cancelled()` (a run claimed the worker, or it is stopping),
+ * or when the process has run enough attempts already. Loaded only then: a worker's start-up does not
+ * load the planner it needs.
+ */
+async function warmUp(cancelled: () => boolean, started: (warmup: JitWarmup) => void): Promise<void> {
+  if (cancelled()) return
+  let target: number
+  try {
+    target = readSetting('warmWorkerWarmup')
+  } catch (error) {
+    console.error(`warm worker ${process.pid}: no JIT warm-up (${(error as Error).message})`)
+    return
+  }
+  const { startJitWarmup } = await import('../app/jit-warmup.js')
+  // claimed (or stopping) while the planner loaded: the run has the process now
+  if (cancelled()) return
+  const warmup = startJitWarmup(target)
+  if (warmup === undefined) return
+  started(warmup)
+  console.error(`warm worker ${process.pid}: JIT warm-up while it waits, ${warmup.planned} mock attempt(s) (FORGE_WARM_WORKER_WARMUP ${target} in all)`)
+  void warmup.done.then((report) => {
+    if (report.error !== undefined) console.error(`warm worker ${process.pid}: JIT warm-up failed after ${report.attempts} attempt(s) (${report.error}); the next run compiles the code itself`)
+    else if (!report.stopped) console.error(`warm worker ${process.pid}: JIT warm-up ran ${report.attempts} attempt(s) in ${Math.round(report.ms)} ms (nothing published)`)
   })
 }
 

@@ -22,7 +22,7 @@ import { stackDown } from '../../stack/local-stack.js'
 import { packageRoot } from '../../stack/paths.js'
 import { inProcessEngineLoop, type InProcessReport } from '../in-process.js'
 import { describeTarget, fixed, formatTable, mean, perSecond, ratioTarget } from '../measure.js'
-import { benchConfig } from '../throughput-bench.js'
+import { benchConfig, untilStackIdle } from '../throughput-bench.js'
 import { peerWorkload, promptfooConfig, promptfooDuration, type PeerWorkload } from './workload.js'
 
 interface Measured {
@@ -207,9 +207,16 @@ async function main(): Promise<void> {
     // warm: the CLI brings the stack up and leaves it up; the in-process loop loads the suite and JITs
     must(await run([process.execPath, join(packageRoot(), 'bin', 'run.js'), 'run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '2', '--seed', 'warm', '--json'], { env: { ...process.env, FORGE_HOME: home, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' }, cwd: packageRoot(), log: join(logs, 'forge-warm.log') }), 'forge run (warm-up)', join(logs, 'forge-warm.log'))
     await inProcessEngineLoop(config, { ...engineInput, attempts: 20, seed: 'warm' })
+    // each Forge measurement starts on an idle stack, as the e2e bench's do: the ingester's merges after
+    // the warm-up run and the warm worker's JIT warm-up (app/jit-warmup.ts) are done by then
+    const idle = async (what: string): Promise<void> => {
+      if (!(await untilStackIdle(config))) console.log(`  (the stack did not go idle before ${what} within 15 s: measured anyway)`)
+    }
 
+    await idle('the in-process loop')
     const first = await inProcessEngineLoop(config, engineInput)
     console.log(`  forge in-process: ${fixed(first.attempts_per_second)} attempts/s`)
+    await idle('forge run')
     const forge = await forgeCli(config, workload, 'peers', logs)
     console.log(`  forge run: ${fixed(perSecond(total, forge.measured.process_ms!))} attempts/s (process)`)
     const pf = await promptfoo(scratch, runDir, workload, logs)

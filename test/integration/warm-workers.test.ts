@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
 import { settingsEnv } from '../../config/index.js'
 import { busAccessEnv } from '../../store/bus-auth.js'
+import { connectBus } from '../../store/bus.js'
 import { claimWarmWorker, claimWarmWorkers, jsonLine, leaveWarmWorkers, onJsonLines, stopWarmWorkers, warmDir, warmPidPath, warmSocketPath, WARM_SLOT_ARG, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
 import { stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
 import { packageRoot } from '../../engine/suite-loader.js'
@@ -522,5 +523,79 @@ describe('warm workers', () => {
     expect(warmWorkersAt(warmSocketPath(stack.home, 0))).toEqual([])
     expect(existsSync(warmSocketPath(stack.home, 0))).toBe(false)
     expect(stackStatus(stack.config).map((row) => row.name)).not.toContain('warm-worker-0')
+  })
+})
+
+describe("a warm worker's JIT warm-up (FORGE_WARM_WORKER_WARMUP)", () => {
+  const log = (): string => readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')
+  const withWarmup = async (target: string, body: () => Promise<void>): Promise<void> => {
+    const was = process.env['FORGE_WARM_WORKER_WARMUP']
+    process.env['FORGE_WARM_WORKER_WARMUP'] = target
+    try {
+      // a warm worker of this target: the one waiting now was started with another
+      await stopWarmWorkers(stack.home)
+      expect(await until(() => warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0)).toBe(true)
+      await body()
+    } finally {
+      if (was === undefined) delete process.env['FORGE_WARM_WORKER_WARMUP']
+      else process.env['FORGE_WARM_WORKER_WARMUP'] = was
+      await stopWarmWorkers(stack.home)
+    }
+  }
+
+  it('runs mock attempts while it waits until the process has run its target, a run\'s attempts counted; publishes none of them; serves the next run and warms up no more', async () => {
+    await withWarmup('300', async () => {
+      // everything published on the results' attempt subjects and on progress from here on
+      const nc = await connectBus(stack.endpoints.natsUrl, 'warmup-watch')
+      try {
+        const seen = { attempts: 0, progress: new Set<string>() }
+        const attempts = nc.subscribe('forge.results.attempt.>', {
+          callback: () => {
+            seen.attempts++
+          },
+        })
+        const progress = nc.subscribe('forge.progress.>', {
+          callback: (_error, msg) => {
+            seen.progress.add(msg.subject)
+          },
+        })
+        await nc.flush()
+        const first = await runOn('warmup-1')
+        expect(first.status).toBe('completed')
+        const pid = await warmWorker()
+        expect(first.pids).toEqual([pid])
+        // it ran the run's 10 attempts: 290 more make its 300
+        expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up while it waits, 290 mock attempt(s) (FORGE_WARM_WORKER_WARMUP 300 in all)`))).toBe(true)
+        expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up ran 290 attempt(s)`), 60_000)).toBe(true)
+        await nc.flush()
+        // the bus carried the run's 10 attempts and its progress, nothing of the warm-up's
+        expect(seen.attempts).toBe(10)
+        expect([...seen.progress]).toEqual([`forge.progress.${first.runId}`])
+        attempts.unsubscribe()
+        progress.unsubscribe()
+        const second = await runOn('warmup-2')
+        expect(second).toMatchObject({ status: 'completed', attempts: 10, pids: [pid] })
+        expect(await until(() => log().includes(`warm worker ${pid}: served 2 run(s); waiting again`))).toBe(true)
+        // 310 attempts run: no second warm-up
+        await sleep(500)
+        expect(log().split(`warm worker ${pid}: JIT warm-up while it waits`).length - 1).toBe(1)
+      } finally {
+        await nc.drain()
+      }
+    })
+  })
+
+  it('stops for a run that claims the worker mid-way, and the run it serves completes, its 10 attempts stored', async () => {
+    await withWarmup('1000000', async () => {
+      const first = await runOn('warmup-long-1')
+      expect(first.status).toBe('completed')
+      const pid = await warmWorker()
+      // under way (a million attempts would take it many minutes)
+      expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up while it waits`))).toBe(true)
+      const second = await runOn('warmup-long-2')
+      expect(second).toMatchObject({ status: 'completed', attempts: 10, pids: [pid] })
+      // said once the attempts it had under way ended, before the run's settings were applied
+      expect(log()).toMatch(new RegExp(`warm worker ${pid} claimed by a run\\n(.*\\n)*warm worker ${pid}: JIT warm-up stopped for the run after \\d+ attempt\\(s\\) in \\d+ ms`))
+    })
   })
 })

@@ -1,0 +1,91 @@
+/**
+ * Forge's engine in a loop, in this process (issue 15): the attempts a `forge run` would schedule, run
+ * by the worker's own attempt activity (`createActivities(deps).runAttempt`, workers/activities.ts) —
+ * suite loader, adapter, tool proxy, grading, invariants, metrics, redaction, message fit, stored
+ * trace, audit hashes and the JSON encoding and signing of each message — against a stand-in for the
+ * bus that only counts what would have been published: no Temporal, no NATS, no ClickHouse, nothing
+ * stored or sent. The throughput bench's in-process figure (bench/in-process.ts) and a warm worker's
+ * JIT warm-up (app/jit-warmup.ts) run it.
+ */
+import { setImmediate as yieldToEvents } from 'node:timers/promises'
+import type { JetStreamClient } from '@nats-io/jetstream'
+import type { NatsConnection } from '@nats-io/transport-node'
+import type { ForgeConfig } from '../config/index.js'
+import type { Logger } from '../engine/logger.js'
+import { grantPlan } from '../store/grants.js'
+import { createActivities } from '../workers/activities.js'
+import { attemptInputOf } from '../workflows/tally.js'
+import { planRun } from './plan-run.js'
+import type { RunConfigInput } from './run-config.js'
+
+/** the embedded stack's nats-server max_payload (stack/local-stack.ts): results are fitted to it */
+const STACK_MAX_PAYLOAD = 8 * 1024 * 1024
+
+export interface EngineLoopOptions {
+  /** the results key the loop grants its plan under, checks and signs with; undefined: none, as in a process that has none */
+  key: string | undefined
+  logger: Logger
+  /** aborted: no lane takes another attempt; the loop ends once the attempts already running have */
+  signal?: AbortSignal
+  /** each lane lets the event loop run between two attempts (a mock agent never waits on I/O, so its attempts would otherwise keep it from sockets and timers) */
+  yieldBetweenAttempts?: boolean
+}
+
+export interface EngineLoopResult {
+  /** attempts the plan holds */
+  planned: number
+  /** attempts run (fewer than planned when the signal stopped the loop) */
+  attempts: number
+  concurrency: number
+  /** attempts by outcome (what the activities returned) */
+  outcomes: Record<string, number>
+  /** messages the activities would have published (one per attempt: its result with its stored trace) and their bytes */
+  published: { messages: number; bytes: number }
+}
+
+/** A JetStream client and connection that accept every publish and keep only counts. */
+function publishSink(): { nc: NatsConnection; js: JetStreamClient; published: { messages: number; bytes: number } } {
+  const published = { messages: 0, bytes: 0 }
+  let seq = 0
+  const js = {
+    publish: (_subject: string, body?: Uint8Array | string) => {
+      published.messages++
+      published.bytes += typeof body === 'string' ? Buffer.byteLength(body) : (body?.byteLength ?? 0)
+      return Promise.resolve({ stream: 'FORGE_RESULTS', seq: ++seq, duplicate: false, domain: '' })
+    },
+  }
+  // progress events go over core NATS: dropped here
+  const nc = { info: { max_payload: STACK_MAX_PAYLOAD }, publish: () => undefined }
+  return { nc: nc as unknown as NatsConnection, js: js as unknown as JetStreamClient, published }
+}
+
+/**
+ * Plans and grants the run as `forge run` does (app/plan-run.ts, store/grants.ts) and runs its
+ * attempts in this process, `--concurrency` at once, in ShardWorkflow's order, through the worker's
+ * `runAttempt` activity. `before` runs once the run is planned, just before its first attempt (the
+ * bench starts its clocks there).
+ */
+export async function runEngineLoop(config: ForgeConfig, input: RunConfigInput, options: EngineLoopOptions, before: () => void = () => undefined): Promise<EngineLoopResult> {
+  const { plan: planned, run } = await planRun(config, input)
+  const { key } = options
+  // granted as `forge run` grants it (app/run.ts): the activity checks the grant, as a worker does
+  const plan = grantPlan(planned, key)
+  const sink = publishSink()
+  const activities = createActivities({ nc: sink.nc, js: sink.js, workerId: 'engine-loop', logger: options.logger, resultsKey: () => key })
+  const total = plan.task_ids.length * plan.attempts
+  const outcomes: Record<string, number> = {}
+  let next = 0
+  let attempts = 0
+  const lane = async (): Promise<void> => {
+    while (next < total && options.signal?.aborted !== true) {
+      const index = next++
+      const summary = await activities.runAttempt(attemptInputOf(plan, plan.task_ids[Math.floor(index / plan.attempts)]!, index % plan.attempts))
+      outcomes[summary.outcome] = (outcomes[summary.outcome] ?? 0) + 1
+      attempts++
+      if (options.yieldBetweenAttempts === true) await yieldToEvents()
+    }
+  }
+  before()
+  await Promise.all(Array.from({ length: Math.min(run.concurrency, total) }, lane))
+  return { planned: total, attempts, concurrency: run.concurrency, outcomes, published: { ...sink.published } }
+}
