@@ -13,6 +13,7 @@ import { processTaint } from '../engine/process-taint.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import { buildFiles, jsonLine, onJsonLines, WARM_SLOT_ARG, WARM_SOCKET_ARG, warmPidPath, workerBuildStamp } from '../stack/warm-workers.js'
 import type { JitWarmup } from '../app/jit-warmup.js'
+import { attemptsRunInThisProcess } from './activities.js'
 import { prepareWorkflowWorker, retireWorkflows, runWorker, type PreparedWorkflows, type WorkerOptions } from './worker-main.js'
 
 type Channel = Pick<WorkerOptions, 'report' | 'parentGone' | 'preparedWorkflows' | 'shutdown' | 'keepWorkflows'>
@@ -272,7 +273,10 @@ async function warmUp(cancelled: () => boolean, started: (warmup: JitWarmup) => 
   // claimed (or stopping) while the planner loaded: the run has the process now
   if (cancelled()) return
   const warmup = startJitWarmup(target)
-  if (warmup === undefined) return
+  if (warmup === undefined) {
+    if (target > 0) console.error(`warm worker ${process.pid}: no JIT warm-up: it has run ${attemptsRunInThisProcess()} attempt(s) (FORGE_WARM_WORKER_WARMUP ${target})`)
+    return
+  }
   started(warmup)
   console.error(`warm worker ${process.pid}: JIT warm-up while it waits, ${warmup.planned} mock attempt(s) (FORGE_WARM_WORKER_WARMUP ${target} in all)`)
   void warmup.done.then((report) => {
