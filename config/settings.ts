@@ -161,7 +161,7 @@ export const SETTINGS = {
   }),
   warmWorkerWarmup: define({
     variable: 'FORGE_WARM_WORKER_WARMUP',
-    description: "Attempts a warm worker has run in all before it stops warming up while it waits (mock attempts of the smoke suite, nothing published or stored), so the next run finds its code compiled hot; a run's attempts count (0: no warm-up)",
+    description: "A warm worker waiting for a run warms its JIT up with mock attempts (nothing published or stored) until it has run this many in all, a run's counted (0: off)",
     fallback: 3000,
     defaultText: '3000',
     schema: wholeNumber(0, 1_000_000),

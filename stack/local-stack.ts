@@ -122,7 +122,7 @@ export function stackStatus(config: ForgeConfig): ComponentStatus[] {
     ...warmWorkers(config.home).map(({ slot, pid, listening }) => ({
       name: `warm-worker-${slot}`,
       state: 'running' as const,
-      detail: `pid ${pid} ${listening ? 'waiting for the next run' : 'loading'}, RSS ${mebibytes(pid)} MiB (FORGE_WARM_WORKERS, FORGE_WARM_WORKER_IDLE, FORGE_WARM_WORKER_RUNS)`,
+      detail: `pid ${pid} ${listening ? 'waiting for the next run' : 'loading'}, RSS ${mebibytes(pid)} MiB (FORGE_WARM_WORKERS, FORGE_WARM_WORKER_IDLE, FORGE_WARM_WORKER_RUNS, FORGE_WARM_WORKER_WARMUP)`,
     })),
   ]
 }

@@ -1,7 +1,8 @@
 /**
  * A warm worker's JIT warm-up (app/jit-warmup.ts) in this process: it runs the smoke suite's mock
  * attempts through the worker's own attempt activity up to the process's target, not again once the
- * process has run that many, and a stop ends it with no attempt started after it.
+ * process has run that many, a stop ends it with no attempt started after it, and one that cannot
+ * start ends with its error instead of rejecting.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -55,5 +56,20 @@ describe('the JIT warm-up', () => {
     expect(after - start).toBe(report.attempts)
     await sleep(100)
     expect(attemptsRunInThisProcess()).toBe(after)
+  })
+
+  it('never rejects: a warm-up that cannot start (a bad FORGE_* setting) ends with the error and runs nothing', async () => {
+    const was = process.env['FORGE_LOG_LEVEL']
+    process.env['FORGE_LOG_LEVEL'] = 'loud'
+    try {
+      const start = attemptsRunInThisProcess()
+      const report = await startJitWarmup(start + 10)!.done
+      expect(report).toMatchObject({ attempts: 0, stopped: false })
+      expect(report.error).toMatch(/FORGE_LOG_LEVEL/)
+      expect(attemptsRunInThisProcess()).toBe(start)
+    } finally {
+      if (was === undefined) delete process.env['FORGE_LOG_LEVEL']
+      else process.env['FORGE_LOG_LEVEL'] = was
+    }
   })
 })
