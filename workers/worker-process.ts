@@ -269,14 +269,17 @@ async function warmUp(cancelled: () => boolean, started: (warmup: JitWarmup) => 
     console.error(`warm worker ${process.pid}: no JIT warm-up (${(error as Error).message})`)
     return
   }
+  if (target === 0) return
+  // a worker compiled hot by the runs it served does not load the planner for nothing
+  if (attemptsRunInThisProcess() >= target) {
+    console.error(`warm worker ${process.pid}: no JIT warm-up: it has run ${attemptsRunInThisProcess()} attempt(s) (FORGE_WARM_WORKER_WARMUP ${target})`)
+    return
+  }
   const { startJitWarmup } = await import('../app/jit-warmup.js')
   // claimed (or stopping) while the planner loaded: the run has the process now
   if (cancelled()) return
   const warmup = startJitWarmup(target)
-  if (warmup === undefined) {
-    if (target > 0) console.error(`warm worker ${process.pid}: no JIT warm-up: it has run ${attemptsRunInThisProcess()} attempt(s) (FORGE_WARM_WORKER_WARMUP ${target})`)
-    return
-  }
+  if (warmup === undefined) return
   started(warmup)
   console.error(`warm worker ${process.pid}: JIT warm-up while it waits, ${warmup.planned} mock attempt(s) (FORGE_WARM_WORKER_WARMUP ${target} in all)`)
   void warmup.done.then((report) => {
