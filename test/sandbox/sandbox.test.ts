@@ -364,11 +364,14 @@ describe('sandbox on this machine', () => {
     const agent = `const { spawn } = require('child_process'); spawn(process.execPath, ['-e', ${JSON.stringify(stubborn)}, '${marker}'], { detached: true, stdio: 'ignore' }).unref(); ${stubborn}`
     const sandbox = await openSandbox({ command: [process.execPath, '-e', agent, marker], env: { PATH: '/usr/bin:/bin' }, settings: SandboxSettings.parse({}), protectedPaths: [], ports: [] })
     try {
-      // a stand-in worker: it spawns the sandbox as the worker does, then is killed without warning
-      const worker = spawn(process.execPath, ['-e', `const c = require('child_process').spawn(${JSON.stringify(sandbox.argv[0])}, ${JSON.stringify(sandbox.argv.slice(1))}, { cwd: ${JSON.stringify(sandbox.spawnCwd)}, env: ${JSON.stringify(sandbox.env)}, stdio: ['pipe', 'ignore', 'ignore', 'ignore'], detached: true }); setInterval(() => {}, 1 << 30)`], { stdio: 'ignore' })
+      // a stand-in worker: it spawns the sandbox as the worker does (fd 3 a pipe: the init reports the
+      // agent's start on it, and stops without one), then is killed without warning
+      const worker = spawn(process.execPath, ['-e', `const c = require('child_process').spawn(${JSON.stringify(sandbox.argv[0])}, ${JSON.stringify(sandbox.argv.slice(1))}, { cwd: ${JSON.stringify(sandbox.spawnCwd)}, env: ${JSON.stringify(sandbox.env)}, stdio: ['pipe', 'ignore', 'ignore', 'pipe'], detached: true }); c.stdio[3].resume(); setInterval(() => {}, 1 << 30)`], { stdio: 'ignore' })
       // conditions, not races: each wait ends as soon as the kernel has done it; the bounds only stop a
-      // test that would never see it (a loaded CI machine once took over 10 s to start the two)
-      await until(() => processesWith(marker).length === 2, 60_000)
+      // test that would never see it (a loaded CI machine once took over 10 s to start the two). The
+      // agent and the child it detached are Node processes; the sandbox's own (unshare, its init) carry
+      // the marker too, among their arguments, while they start it
+      await until(() => processesWith(marker, process.execPath).length === 2, 60_000)
       worker.kill('SIGKILL')
       await until(() => processesWith(marker).length === 0, 60_000)
       expect(processesWith(marker)).toEqual([])
@@ -379,12 +382,14 @@ describe('sandbox on this machine', () => {
   }, 150_000)
 })
 
-function processesWith(needle: string): number[] {
+/** The processes with `needle` among their arguments (and, given, `program` as the first). */
+function processesWith(needle: string, program?: string): number[] {
   return readdirSync('/proc')
     .filter((p) => /^\d+$/.test(p))
     .filter((pid) => {
       try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(needle)
+        const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+        return args.includes(needle) && (program === undefined || args[0] === program)
       } catch {
         return false
       }
