@@ -1,28 +1,8 @@
 /**
- * Pure helpers of the throughput benches (issue 15): a bounded pool of async lanes, summaries of
- * sampled series, targets as ratios, the ideal line of a scaling curve and plain-text tables.
+ * Pure helpers of the throughput benches (issue 15): summaries of sampled series, targets as ratios,
+ * the ideal line of a scaling curve and plain-text tables.
  * No clock and no I/O here: the benches measure, these only count and format (test/bench/measure.test.ts).
  */
-
-/**
- * Runs `work(0 … count − 1)` with at most `concurrency` calls pending at once, lanes taking the
- * next index as soon as they are free (ShardWorkflow's lanes do the same with activities).
- * Returns the results in index order; the first rejection rejects the whole pool.
- */
-export async function runPool<T>(count: number, concurrency: number, work: (index: number) => Promise<T>): Promise<T[]> {
-  if (!Number.isInteger(count) || count < 0) throw new RangeError(`runPool: count must be a whole number ≥ 0, got ${count}`)
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`runPool: concurrency must be a whole number ≥ 1, got ${concurrency}`)
-  const results = new Array<T>(count)
-  let next = 0
-  const lane = async (): Promise<void> => {
-    while (next < count) {
-      const index = next++
-      results[index] = await work(index)
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, lane))
-  return results
-}
 
 /** start / peak / end of a series sampled over a run (e.g. a process's RSS every second) */
 export interface SeriesSummary {

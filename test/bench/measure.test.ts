@@ -11,7 +11,6 @@ import {
   median,
   perSecond,
   ratioTarget,
-  runPool,
   steadyRate,
   summarizeSeries,
 } from '../../bench/measure.js'
@@ -21,44 +20,6 @@ import { describeForgeRun, type ForgeRunMeasurement } from '../../bench/forge-ru
 import { threadCpuSeconds } from '../../bench/proc.js'
 import { readFileSync } from 'node:fs'
 import type { RunReport } from '../../app/run.js'
-
-describe('runPool', () => {
-  it('runs every index exactly once, never more than `concurrency` at once, and fills the window', async () => {
-    let running = 0
-    let most = 0
-    const seen: number[] = []
-    const gates: Array<() => void> = []
-    const pool = runPool(10, 3, async (index) => {
-      running++
-      most = Math.max(most, running)
-      seen.push(index)
-      // each call waits until the test releases it: the window is observable without timers
-      await new Promise<void>((resolve) => gates.push(resolve))
-      running--
-      return index * 2
-    })
-    while (seen.length < 10) {
-      await Promise.resolve()
-      await Promise.resolve()
-      gates.shift()?.()
-    }
-    while (gates.length > 0) gates.shift()?.()
-    expect(await pool).toEqual([0, 2, 4, 6, 8, 10, 12, 14, 16, 18])
-    expect([...seen].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
-    expect(most).toBe(3)
-  })
-
-  it('handles fewer items than lanes and no items', async () => {
-    expect(await runPool(2, 100, (i) => Promise.resolve(i))).toEqual([0, 1])
-    expect(await runPool(0, 4, (i) => Promise.resolve(i))).toEqual([])
-  })
-
-  it('rejects when a call rejects, and refuses a bad count or concurrency by name', async () => {
-    await expect(runPool(3, 2, (i) => (i === 1 ? Promise.reject(new Error('boom')) : Promise.resolve(i)))).rejects.toThrow('boom')
-    await expect(runPool(3, 0, (i) => Promise.resolve(i))).rejects.toThrow('runPool: concurrency must be a whole number ≥ 1, got 0')
-    await expect(runPool(-1, 2, (i) => Promise.resolve(i))).rejects.toThrow('runPool: count must be a whole number ≥ 0, got -1')
-  })
-})
 
 describe('series and rates', () => {
   it('summarizes start, middle, peak and end, skipping zeros of a process not yet started or gone', () => {
