@@ -146,7 +146,10 @@ export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: 
     { entries: [], links },
     sealed,
     // counted, not read back: a 100,000-attempt run's chain is ~15 MB of rows
-    async (r) => (await getRun(r, runId))?.audit_head === head && (await countAuditLinks(r, runId)) === chain.length + links.length,
+    async (r) => {
+      const [stored, count] = await Promise.all([getRun(r, runId), countAuditLinks(r, runId)])
+      return stored?.audit_head === head && count === chain.length + links.length
+    },
     `audit-seal-${runId}-${head}`,
   )
   return { run_id: runId, head, signature, links: chain.length + links.length, added: links.length }

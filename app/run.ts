@@ -230,11 +230,18 @@ export async function reportRun(config: ForgeConfig, plan: RunPlan, result: RunW
   const reader = await openReader(config)
   try {
     // the completeness check already waited for the store; the final run record may still be on its way
+    const checked = result.completeness !== undefined && result.completeness.unchecked === undefined
     const published = result.completeness?.stored ?? Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
-    await waitForStorage(reader, plan.run_id, published, ingestTimeoutMs, onEvent)
-    const stats = await getRunStats(reader, plan.run_id)
+    await waitForStorage(reader, plan.run_id, { published, counted: checked }, ingestTimeoutMs, onEvent)
+    const judged = result.tally.judged ?? 0
     // every stored result is hash-linked into the run's chain; its head goes on the run record
-    const audit = await sealRunWhenStored(config, plan.run_id, { attempts: stats.attempts, judged: result.tally.judged ?? 0 }, ingestTimeoutMs)
+    const seal = (attempts: number) => sealRunWhenStored(config, plan.run_id, { attempts, judged }, ingestTimeoutMs)
+    // a checked run's store held every attempt it published, audit entries included, before its workflow
+    // returned: the statistics and the seal (different tables) are read at once; otherwise the seal waits
+    // for the audit entries of the attempts the statistics found
+    const [stats, audit] = checked
+      ? await Promise.all([getRunStats(reader, plan.run_id), seal(published)])
+      : await getRunStats(reader, plan.run_id).then(async (s) => [s, await seal(s.attempts)] as const)
     return {
       ...stats,
       run_id: plan.run_id,
@@ -412,18 +419,22 @@ export function followProgress(
   return { stop: () => sub.unsubscribe() }
 }
 
-/** Waits (at most `timeoutMs`) until the store holds every published attempt and the run's final record. */
+/**
+ * Waits (at most `timeoutMs`) until the store holds the run's final record and every published attempt;
+ * `counted`: the run's completeness check found them stored already, so only the record is looked for.
+ */
 async function waitForStorage(
   reader: Awaited<ReturnType<typeof openReader>>,
   runId: string,
-  published: number,
+  attempts: { published: number; counted: boolean },
   timeoutMs: number,
   onEvent: (event: RunEvent) => void,
 ): Promise<void> {
+  const { published, counted } = attempts
   let last = 0
   const count = async () => {
     try {
-      const [stored, run] = await Promise.all([countAttempts(reader, runId), getRun(reader, runId)])
+      const [stored, run] = await Promise.all([counted ? published : countAttempts(reader, runId), getRun(reader, runId)])
       // the run's final record travels the same stream; count it as stored once it landed
       last = run?.status === 'running' || run === undefined ? Math.min(stored, published - 1) : stored
     } catch {
@@ -439,7 +450,8 @@ async function waitForStorage(
       onEvent({ kind: 'ingesting', stored, expected: published })
       lastReport = Date.now()
     }
-    await sleep(50)
+    // the record was published before the workflow returned and the ingester was asked to insert at once
+    await sleep(20)
     stored = await count()
   }
   if (stored < published) onEvent({ kind: 'ingesting', stored, expected: published })

@@ -63,8 +63,13 @@ export function createActivities(deps: ActivityDeps): RunActivities {
   const checkAttemptGrant = (input: AttemptScope & { grant?: string | undefined }): void => {
     if (!grantHolds(key(), 'attempts', attemptScopeOf(input), input.grant)) throw ApplicationFailure.nonRetryable(grantRefusal(`the attempts of run ${input.run_id}`), 'GrantError')
   }
-  /** one attempt, its grant checked already (runAttempt checks each input, runAttempts its batch's base once) */
-  const runOne = async (input: AttemptInput): Promise<AttemptSummary> => {
+  /**
+   * one attempt, its grant checked already (runAttempt checks each input, runAttempts its batch's base
+   * once); `env`: the worker's environment, whose secrets are redacted from what the attempt leaves
+   * behind (a batch copies it once for all its attempts: listing process.env calls into the runtime for
+   * every variable)
+   */
+  const runOne = async (input: AttemptInput, env: NodeJS.ProcessEnv): Promise<AttemptSummary> => {
     const suite = await loadSuiteCached(input.suite_path, input.run_id).catch((error: unknown) => {
       throw error instanceof SuiteLoadError ? ApplicationFailure.nonRetryable(error.message, 'SuiteLoadError') : error
     })
@@ -105,6 +110,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
       adapterConfig: input.adapter_config,
       workerId: deps.workerId,
       now,
+      env,
       priceTable,
       ...(cancellation !== undefined ? { signal: cancellation } : {}),
       ...(input.judge !== undefined ? { judge: { settings: input.judge } } : {}),
@@ -165,7 +171,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
       const stopHeartbeat = startHeartbeat()
       try {
         checkAttemptGrant(input)
-        return await slots.run(() => runOne(input))
+        return await slots.run(() => runOne(input, process.env))
       } finally {
         stopHeartbeat()
         // what the activity finished is on the bus before Temporal hears that it did
@@ -177,6 +183,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
       checkAttemptGrant(base)
       // a retry runs only the attempts the last try did not heartbeat as done (those are published already)
       const done = resumedSummaries(items.length)
+      const env = { ...process.env }
       const stopHeartbeat = startHeartbeat(() => done)
       let heartbeatAt = now()
       let next = 0
@@ -190,7 +197,7 @@ export function createActivities(deps: ActivityDeps): RunActivities {
           const index = next++
           const item = items[index]!
           try {
-            done[index] = await slots.run(() => runOne({ ...base, task_id: item.task_id, attempt: item.attempt }))
+            done[index] = await slots.run(() => runOne({ ...base, task_id: item.task_id, attempt: item.attempt }, env))
           } catch (error) {
             failure ??= { error }
             return
