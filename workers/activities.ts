@@ -7,16 +7,15 @@ import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import { attemptMessageOf, busMaxPayload, createProgressPublisher, publishAttempt, publishRunRecord, resultsKey } from '../store/bus.js'
-import { attemptScopeOf, planScopeOf, type AttemptScope } from '../core/run-scope.js'
+import { attemptMessageOf, busMaxPayload, createProgressPublisher, publishAttempt, resultsKey } from '../store/bus.js'
+import { attemptScopeOf, type AttemptScope } from '../core/run-scope.js'
 import { grantHolds, grantRefusal } from '../store/grants.js'
 import { auditEntryOf } from '../core/audit.js'
-import { attemptRefText } from '../core/completeness.js'
-import type { AttemptResult, RunPlan, RunRecord, StoredTrace } from '../core/contracts/index.js'
-import { canonicalJson } from '../core/faults.js'
+import type { AttemptResult, StoredTrace } from '../core/contracts/index.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import { attemptAuditRows } from '../store/audit.js'
 import type { AttemptBatchInput, AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
+import { publishRunStatus } from './run-record.js'
 import { getAdapter } from '../engine/adapters/index.js'
 import { runAttempt as executeAttemptFully } from '../engine/attempt-runner.js'
 import { SecretRefError, SuiteLoadError, UnknownAdapterError } from '../engine/errors.js'
@@ -30,7 +29,7 @@ import { MESSAGE_HEADROOM_BYTES } from '../core/message-size.js'
 import { hasLoneSurrogateEscape, wellFormed } from '../core/well-formed.js'
 import { logAttempt } from '../engine/attempt-log.js'
 import type { OtlpExporter } from './otlp-exporter.js'
-import { isolationOf, sandboxRequested } from '../engine/sandbox/config.js'
+import { sandboxRequested } from '../engine/sandbox/config.js'
 import { SandboxUnavailableError } from '../engine/sandbox/errors.js'
 import { sandboxSupport } from '../engine/sandbox/host.js'
 
@@ -223,47 +222,8 @@ export function createActivities(deps: ActivityDeps): RunActivities {
       }
     },
 
-    async recordRunStatus({ plan, status, started_at, stopped_tasks, completeness }: RunStatusInput): Promise<number> {
-      if (!grantHolds(key(), 'plan', planScopeOf(plan), plan.grants?.plan)) throw ApplicationFailure.nonRetryable(grantRefusal(`the record of run ${plan.run_id}`), 'GrantError')
-      const at = now()
-      const startedAt = started_at ?? at
-      await publishRunRecord(deps.js, {
-        run_id: plan.run_id,
-        suite: plan.suite,
-        suite_path: plan.suite_path,
-        adapter: plan.adapter,
-        config_id: plan.config_id,
-        attempts: plan.attempts,
-        task_count: plan.task_ids.length,
-        seed: plan.seed,
-        status,
-        started_at: startedAt,
-        finished_at: status === 'running' ? null : at,
-        updated_at: at,
-        price_table_version: plan.price_table_version,
-        // plans of runs started before these stamps existed lack them
-        price_table_date: plan.price_table_date ?? '',
-        suite_hash: plan.suite_hash ?? '',
-        judge_model: plan.judge_model ?? '',
-        judge_prompt_version: plan.judge_prompt_version ?? '',
-        stop_width: plan.sequential?.width ?? 0,
-        stopped_tasks: stopped_tasks ?? [],
-        isolation: isolationOf(plan.adapter, plan.adapter_config),
-        redacted: plan.redact,
-        guard_answers: plan.guard_answers,
-        // the completeness check's plan: a sequential run's tasks that stopped early planned only what they scheduled
-        planned_attempts: completeness?.planned ?? plan.task_ids.length * plan.attempts,
-        ...(completeness !== undefined
-          ? {
-              final_stored: completeness.stored,
-              missing_count: completeness.missing_count,
-              missing_sample: completeness.missing.slice(0, 50).map(attemptRefText),
-              harness_errors: completeness.harness_errors,
-            }
-          : {}),
-        ...faultStampsOf(plan),
-      })
-      return startedAt
+    async recordRunStatus(input: RunStatusInput): Promise<number> {
+      return publishRunStatus(deps.js, key(), input, now())
     },
   }
 }
@@ -307,18 +267,6 @@ function heartbeatNow(details: unknown): void {
 }
 
 /** The run record's fault stamps (RunPlan.faults); a run without faults keeps the defaults. */
-function faultStampsOf(plan: RunPlan): Partial<RunRecord> {
-  const faults = plan.faults
-  if (faults === undefined) return {}
-  return {
-    fault_profile_hash: faults.profile_hash,
-    fault_mode: faults.mode,
-    fault_rate: faults.rate,
-    fault_sweep_id: faults.sweep_id ?? '',
-    fault_profile: canonicalJson(faults.profile),
-  }
-}
-
 /** Heartbeats at a third of the heartbeat timeout while an attempt runs, so a dead worker is noticed. */
 function startHeartbeat(details: () => unknown = () => undefined): () => void {
   let ctx: Context

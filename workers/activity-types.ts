@@ -1,5 +1,5 @@
 /** The activity surface as types only: workflows import this file and nothing else of workers/. */
-import type { CompletenessReport, RunCompleteness } from '../core/completeness.js'
+import type { CompletenessReport, FinalRunStatus, RunCompleteness } from '../core/completeness.js'
 import type { JudgeSettings, RunPlan } from '../core/contracts/index.js'
 import type { AttemptScope } from '../core/run-scope.js'
 
@@ -42,11 +42,22 @@ export interface CompletenessInput {
   attempts: number
   /** sequential runs: tasks that stopped early → the attempts their workflow scheduled (0 … n − 1); absent: every task planned `attempts` */
   attempts_by_task?: Record<string, number>
+  /**
+   * RunWorkflow's checks (FINAL_RECORD_WITH_CHECK_PATCH): when this check ends the run — nothing is
+   * missing, or `last_round` — it publishes the run's final record itself, its status that of the
+   * report with `rerun` re-run attempts (core/completeness.ts finalRunStatus), and says so
+   */
+  final_record?: { plan: RunPlan; started_at?: number; rerun: number; last_round: boolean }
+}
+
+/** The completeness check's answer: the store against the plan, and the final status it recorded, if it did. */
+export interface CompletenessAnswer extends CompletenessReport {
+  recorded?: FinalRunStatus
 }
 
 /** Activities of the completeness check: once the ingester caught up, the store against the plan. */
 export interface ReconcileActivities {
-  checkCompleteness(input: CompletenessInput): Promise<CompletenessReport>
+  checkCompleteness(input: CompletenessInput): Promise<CompletenessAnswer>
 }
 
 /** Several attempts of one run in one activity (RunPlan.attempts_per_activity): the shared fields once, then each attempt's task and number. */

@@ -5,21 +5,28 @@
  * restarts what died); it never answers from a partial view.
  */
 import { Context } from '@temporalio/activity'
+import type { JetStreamClient } from '@nats-io/jetstream'
 import type { NatsConnection } from '@nats-io/transport-node'
-import type { CompletenessReport } from '../core/completeness.js'
-import { storeFailureOf, waitForIngestedBacklog } from '../store/bus.js'
+import { finalRunStatus } from '../core/completeness.js'
+import { resultsKey, storeFailureOf, waitForIngestedBacklog } from '../store/bus.js'
 import type { StoreReader } from '../store/clickhouse.js'
 import { checkStoredAgainstPlan } from '../store/completeness.js'
 import type { Logger } from '../engine/logger.js'
-import type { CompletenessInput, ReconcileActivities } from './activity-types.js'
+import type { CompletenessAnswer, CompletenessInput, ReconcileActivities } from './activity-types.js'
+import { publishRunStatus } from './run-record.js'
 
 export interface ReconcileDeps {
   nc: NatsConnection
+  /** where the check that ends a run publishes the run's final record */
+  js: JetStreamClient
   /** the store as this worker reads it: a ClickHouse server, or the ingester over NATS */
   reader: StoreReader
   logger: Logger
   /** how long one activity try waits for the ingester before it throws (and is retried); default 60 s */
   ingestWaitMs?: number
+  /** the key the final record's plan grant is checked under (default: the bus connection's results key) */
+  resultsKey?: () => string | undefined
+  now?: () => number
 }
 
 /** Thrown when the ingester has not stored what was published yet; retried. */
@@ -29,7 +36,7 @@ export class IngestBehindError extends Error {
 
 export function createReconcileActivities(deps: ReconcileDeps): ReconcileActivities {
   return {
-    async checkCompleteness(input: CompletenessInput): Promise<CompletenessReport> {
+    async checkCompleteness({ final_record: final, ...input }: CompletenessInput): Promise<CompletenessAnswer> {
       const heartbeat = activityHeartbeat()
       const { caughtUp, progress } = await waitForIngestedBacklog(deps.nc, { timeoutMs: deps.ingestWaitMs ?? 60_000, pollMs: 10, onWait: heartbeat })
       if (!caughtUp) {
@@ -41,7 +48,13 @@ export function createReconcileActivities(deps: ReconcileDeps): ReconcileActivit
       heartbeat()
       const report = await checkStoredAgainstPlan(deps.reader, input)
       deps.logger.info({ run_id: input.run_id, task_id: '', attempt: null, span_id: null, parent_span_id: null, category: 'scheduler', planned: report.planned, stored: report.stored, missing: report.missing_count, doubled: report.doubled }, 'completeness checked')
-      return report
+      // the check that ends the run records its final status here: the workflow would otherwise start one more activity for it
+      if (final === undefined || (report.missing_count > 0 && !final.last_round)) return report
+      const completeness = { ...report, rerun: final.rerun }
+      const status = finalRunStatus(completeness)
+      const recording = { plan: final.plan, status, completeness, ...(final.started_at !== undefined ? { started_at: final.started_at } : {}) }
+      await publishRunStatus(deps.js, (deps.resultsKey ?? resultsKey)(), recording, (deps.now ?? Date.now)())
+      return { ...report, recorded: status }
     },
   }
 }

@@ -212,7 +212,7 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
     activities: {
       ...createActivities({ nc, js: jetstream(nc), workerId, logger, attemptSlots: opts.concurrency, ...(otlp !== undefined ? { otlp } : {}) }),
       // the completeness check at the end of a run reads the store the way every other reader does
-      ...createReconcileActivities({ nc, reader, logger }),
+      ...createReconcileActivities({ nc, js: jetstream(nc), reader, logger }),
       ...opts.extraActivities?.({ nc, js: jetstream(nc) }),
     },
     interceptors: { activity: [telemetry.interceptor] },

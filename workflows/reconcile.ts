@@ -4,7 +4,7 @@
  * one row each), up to RECONCILE_ROUNDS times. What is still missing then makes the run `incomplete`.
  */
 import { isCancellation, proxyActivities } from '@temporalio/workflow'
-import { plannedTotal, type RunCompleteness } from '../core/completeness.js'
+import { plannedTotal, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import type { RunPlan } from '../core/contracts/index.js'
 import type { ReconcileActivities, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, reconcileActivityOptions } from './activity-options.js'
@@ -16,13 +16,23 @@ export const RECONCILE_PATCH = 'forge-reconcile-v1'
 export const SEQUENTIAL_RECONCILE_PATCH = 'forge-reconcile-sequential-v1'
 /** how many times missing attempts are re-run before the run is declared incomplete */
 export const RECONCILE_ROUNDS = 3
+/** RunWorkflow's check that ends the run publishes the final record (histories before it: a recordRunStatus activity after the check) */
+export const FINAL_RECORD_WITH_CHECK_PATCH = 'forge-final-record-with-check-v1'
+
+/** What reconcileRun found, and the final status the check recorded (absent: the workflow records it). */
+export interface Reconciled {
+  completeness: RunCompleteness
+  recorded?: FinalRunStatus
+}
 
 /**
  * Checks the run's stored results against its plan, re-running what is missing; never throws but for
  * cancellation or a configuration error. A sequential run passes `attemptsByTask`: its tasks that
  * stopped early planned only the attempts the workflow scheduled, so only those are checked or re-run.
+ * With `finalRecord` the check that ends the run also records its final status (started at
+ * `finalRecord.started_at`).
  */
-export async function reconcileRun(plan: RunPlan, attemptsByTask?: Record<string, number>): Promise<RunCompleteness> {
+export async function reconcileRun(plan: RunPlan, attemptsByTask?: Record<string, number>, finalRecord?: { started_at?: number }): Promise<Reconciled> {
   const { checkCompleteness } = proxyActivities<ReconcileActivities>(reconcileActivityOptions)
   const { runAttempt } = proxyActivities<RunActivities>(attemptActivityOptions(plan))
   // the check's input stays as it was for runs without early stops
@@ -30,14 +40,16 @@ export async function reconcileRun(plan: RunPlan, attemptsByTask?: Record<string
   const planned = plannedTotal(query)
   let rerun = 0
   for (let round = 1; ; round++) {
-    let report
+    let answer
     try {
-      report = await checkCompleteness(query)
+      const recording = finalRecord === undefined ? {} : { final_record: { plan, ...finalRecord, rerun, last_round: round > RECONCILE_ROUNDS } }
+      answer = await checkCompleteness({ ...query, ...recording })
     } catch (error) {
       if (isCancellation(error)) throw error
-      return { planned, stored: 0, missing_count: planned, missing: [], doubled: 0, harness_errors: 0, rerun, unchecked: rootMessage(error) }
+      return { completeness: { planned, stored: 0, missing_count: planned, missing: [], doubled: 0, harness_errors: 0, rerun, unchecked: rootMessage(error) } }
     }
-    if (report.missing_count === 0 || round > RECONCILE_ROUNDS) return { ...report, rerun }
+    const { recorded, ...report } = answer
+    if (report.missing_count === 0 || round > RECONCILE_ROUNDS) return { completeness: { ...report, rerun }, ...(recorded !== undefined ? { recorded } : {}) }
     const queue = [...report.missing]
     const lane = async (): Promise<void> => {
       for (let ref = queue.shift(); ref !== undefined; ref = queue.shift()) {

@@ -18,7 +18,7 @@ import type { RunPlan } from '../core/contracts/index.js'
 import type { AttemptInput, AttemptSummary, RunActivities } from '../workers/activity-types.js'
 import { attemptActivityOptions, bookkeepingActivityOptions } from './activity-options.js'
 import { judgeScheduler } from './judging.js'
-import { RECONCILE_PATCH, reconcileRun } from './reconcile.js'
+import { FINAL_RECORD_WITH_CHECK_PATCH, RECONCILE_PATCH, reconcileRun } from './reconcile.js'
 import { SequentialRun } from './sequential.js'
 import { attemptInputOf, isNonRetryable, mergeTally, type RunTally } from './tally.js'
 import { activityWindow, attemptBatchSize, batchInputOf } from './attempt-batches.js'
@@ -102,6 +102,7 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   const perExecution = input.shards_per_execution ?? SHARDS_PER_EXECUTION
   const stopAt = Math.min(shards.length, next + perExecution)
   let completeness: RunCompleteness | undefined
+  let recorded: FinalRunStatus | undefined
   try {
     const lane = async (): Promise<void> => {
       while (next < stopAt) {
@@ -117,7 +118,10 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     }
     await Promise.all([...(recordingStart ? [recordingStart] : []), ...Array.from({ length: Math.min(plan.max_shards_in_flight, stopAt - next) }, lane)])
     // the workflow owns its run's status: stored results are checked against the plan (issue 12)
-    if (stopAt >= shards.length && patched(RECONCILE_PATCH)) completeness = await reconcileRun(plan)
+    if (stopAt >= shards.length && patched(RECONCILE_PATCH)) {
+      const withRecord = patched(FINAL_RECORD_WITH_CHECK_PATCH) ? startedField() : undefined
+      ;({ completeness, recorded } = await reconcileRun(plan, undefined, withRecord))
+    }
   } catch (error) {
     const status = isCancellation(error) ? 'cancelled' : 'failed'
     await CancellationScope.nonCancellable(async () => {
@@ -133,7 +137,8 @@ export async function RunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     return await continueAsNew<typeof RunWorkflow>({ plan, next_shard: stopAt, tally, ...startedField(), shards_per_execution: perExecution })
   }
   const status = completeness === undefined ? 'completed' : finalRunStatus(completeness)
-  await book.recordRunStatus({ plan, status, ...startedField(), ...(completeness !== undefined ? { completeness } : {}) })
+  // the check that ended the run recorded it already (the same status: the same function of the same report)
+  if (recorded !== status) await book.recordRunStatus({ plan, status, ...startedField(), ...(completeness !== undefined ? { completeness } : {}) })
   return { run_id: plan.run_id, total, tally, status, ...(completeness !== undefined ? { completeness } : {}) }
 }
 

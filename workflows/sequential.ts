@@ -85,7 +85,7 @@ export async function SequentialRun(input: SequentialRunInput): Promise<Sequenti
     await Promise.all(Array.from({ length: lanes }, lane))
     // the workflow owns its run's status: the store is checked against the attempts the tasks scheduled
     if (stopAt >= plan.task_ids.length && scheduled !== undefined && patched(SEQUENTIAL_RECONCILE_PATCH)) {
-      completeness = await reconcileRun(plan, inPlanOrderRecord(plan, scheduled))
+      completeness = (await reconcileRun(plan, inPlanOrderRecord(plan, scheduled))).completeness
     }
   } catch (error) {
     const status = isCancellation(error) ? 'cancelled' : 'failed'

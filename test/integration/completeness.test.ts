@@ -3,6 +3,7 @@
  * checked at its end and stamped on its record (a sequential run's against the attempts it scheduled); bad configurations stop before the first attempt;
  * harness errors past 2% make the run `degraded` (exit 7) with a banner on the first line.
  */
+import { Client, Connection } from '@temporalio/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RunStats } from '../../app/stats.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
@@ -43,6 +44,26 @@ describe('a run ends checked against its plan', () => {
     })
     const [run] = sql<Record<string, unknown>>("SELECT status, planned_attempts, final_stored, missing_count, missing_sample, harness_errors FROM runs FINAL WHERE run_id = 'whole'")
     expect(run).toEqual({ status: 'completed', planned_attempts: 15, final_stored: 15, missing_count: 0, missing_sample: [], harness_errors: 0 })
+  })
+
+  it('the check that ends the run records that final status itself: its workflow schedules no activity after it', async () => {
+    const r = forge(['run', '--suite', 'smoke', '--attempts', '2', '--seed', 'done', '--run-id', 'whole-2', '--json'], stack.env)
+    expect(r.status).toBe(0)
+    const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
+    let scheduled: (string | null | undefined)[]
+    try {
+      const client = new Client({ connection, namespace: stack.config.temporal.namespace })
+      const history = await client.workflow.getHandle('forge-run-whole-2').fetchHistory()
+      // EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+      scheduled = (history.events ?? []).filter((e) => e.eventType === 10).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+    } finally {
+      await connection.close()
+    }
+    expect(scheduled.at(-1)).toBe('checkCompleteness')
+    expect(scheduled.filter((name) => name === 'recordRunStatus')).toEqual(['recordRunStatus'])
+    // the record the check published, with its counts
+    const [run] = sql<Record<string, unknown>>("SELECT status, planned_attempts, final_stored, missing_count, finished_at IS NOT NULL AS finished FROM runs FINAL WHERE run_id = 'whole-2'")
+    expect(run).toEqual({ status: 'completed', planned_attempts: 10, final_stored: 10, missing_count: 0, finished: 1 })
   })
 })
 

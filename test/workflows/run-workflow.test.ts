@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RunPlan } from '../../core/contracts/index.js'
 import { attemptUidOf } from '../../core/identity.js'
 import { findBinary } from '../../stack/binaries.js'
-import { missingAttempts, type RunCompleteness } from '../../core/completeness.js'
+import { finalRunStatus, missingAttempts, type RunCompleteness } from '../../core/completeness.js'
 import type { AttemptBatchInput, AttemptInput, AttemptSummary, CompletenessInput, ReconcileActivities, RunActivities, RunStatusInput } from '../../workers/activity-types.js'
 import { runEachAttempt } from './batch-stub.js'
 import { historiesDir, readHistory, writeHistoryOnce } from './histories.js'
@@ -78,6 +78,8 @@ interface StubOptions {
   lost?: (input: AttemptInput) => boolean
   /** how long the 'running' record takes to be recorded (ms) */
   runningRecordMs?: number
+  /** the check records the run's final status when asked to (final_record), as workers/reconcile.ts does */
+  recordWithCheck?: boolean
 }
 
 /** What the completeness check reports for a run the store holds whole. */
@@ -88,6 +90,8 @@ function complete(planned: number, rerun = 0): RunCompleteness {
 function stubActivities(opts: StubOptions = {}) {
   const attempts: AttemptCall[] = []
   const statuses: RunStatusInput[] = []
+  /** which activity recorded each of `statuses` */
+  const recordedBy: ('recordRunStatus' | 'checkCompleteness')[] = []
   const returned: string[] = []
   const window = { current: 0, max: 0 }
   /** `task#attempt` of every result that reached the (pretend) store */
@@ -125,6 +129,7 @@ function stubActivities(opts: StubOptions = {}) {
     },
     async recordRunStatus(input: RunStatusInput): Promise<number> {
       statuses.push(input)
+      recordedBy.push('recordRunStatus')
       if (input.status === 'running' && opts.runningRecordMs) await new Promise((resolve) => setTimeout(resolve, opts.runningRecordMs))
       return input.started_at ?? STARTED_AT
     },
@@ -136,10 +141,17 @@ function stubActivities(opts: StubOptions = {}) {
         byTask.set(task, (byTask.get(task) ?? new Set()).add(Number(attempt)))
       }
       const found = missingAttempts(input, byTask)
-      return { planned: input.task_ids.length * input.attempts, stored: found.stored, missing_count: found.count, missing: found.missing, doubled: 0, harness_errors: 0 }
+      const report = { planned: input.task_ids.length * input.attempts, stored: found.stored, missing_count: found.count, missing: found.missing, doubled: 0, harness_errors: 0 }
+      const final = input.final_record
+      if (!opts.recordWithCheck || final === undefined || (report.missing_count > 0 && !final.last_round)) return report
+      const completeness = { ...report, rerun: final.rerun }
+      const status = finalRunStatus(completeness)
+      statuses.push({ plan: final.plan, status, ...(final.started_at !== undefined ? { started_at: final.started_at } : {}), completeness })
+      recordedBy.push('checkCompleteness')
+      return { ...report, recorded: status }
     },
   }
-  return { activities, attempts, statuses, returned, window, checks, batches, batchLimits }
+  return { activities, attempts, statuses, recordedBy, returned, window, checks, batches, batchLimits }
 }
 
 /** Runs one RunWorkflow on its own task queue with a worker holding `activities`; returns the handle once it closed. */
@@ -217,7 +229,8 @@ describe('RunWorkflow with stub activities', () => {
       { plan: p, status: 'running' },
       { plan: p, status: 'completed', started_at: STARTED_AT, completeness: complete(12) },
     ])
-    expect(stub.checks).toEqual([{ run_id: p.run_id, task_ids: ['add', 'sub', 'mul'], attempts: 4 }])
+    // the run's one check, asked to record the final status should it end the run (this stub's check does not)
+    expect(stub.checks).toEqual([{ run_id: p.run_id, task_ids: ['add', 'sub', 'mul'], attempts: 4, final_record: { plan: p, started_at: STARTED_AT, rerun: 0, last_round: false } }])
   })
 
   it('splits 12 attempts with shard_size 5 into exactly three ShardWorkflow children covering every attempt', async () => {
@@ -307,6 +320,48 @@ describe('RunWorkflow with stub activities', () => {
       { plan: p, status: 'running' },
       { plan: p, status: 'incomplete', started_at: STARTED_AT, completeness },
     ])
+  })
+
+  it('lets the completeness check that ends the run record its final status: no recordRunStatus after it (forge-final-record-with-check-v1)', async () => {
+    const p = plan({ task_ids: ['a', 'b'], attempts: 3 })
+    // as in the test above: a#1 is lost once, b#2 every time; only the last check ends the run
+    const stub = stubActivities({ recordWithCheck: true, lost: (input) => (input.task_id === 'a' && input.attempt === 1 && input.republish === undefined) || (input.task_id === 'b' && input.attempt === 2) })
+
+    const { handle, result } = await runOnWorker(stub.activities, p)
+
+    const completeness: RunCompleteness = { planned: 6, stored: 5, missing_count: 1, missing: [{ task_id: 'b', attempt: 2 }], doubled: 0, harness_errors: 0, rerun: 4 }
+    expect(await result).toEqual({ run_id: p.run_id, total: 6, tally: { outcomes: { pass: 6 }, not_executed: 0 }, status: 'incomplete', completeness })
+    expect(stub.checks.map((c) => ({ rerun: c.final_record?.rerun, last_round: c.final_record?.last_round, started_at: c.final_record?.started_at }))).toEqual([
+      { rerun: 0, last_round: false, started_at: STARTED_AT },
+      { rerun: 2, last_round: false, started_at: STARTED_AT },
+      { rerun: 3, last_round: false, started_at: STARTED_AT },
+      { rerun: 4, last_round: true, started_at: STARTED_AT },
+    ])
+    expect(stub.statuses).toEqual([
+      { plan: p, status: 'running' },
+      { plan: p, status: 'incomplete', started_at: STARTED_AT, completeness },
+    ])
+    expect(stub.recordedBy).toEqual(['recordRunStatus', 'checkCompleteness'])
+    // the history agrees: the check is the run's last activity
+    const scheduled = ((await handle.fetchHistory()).events ?? [])
+      .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+      .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+    expect(scheduled.at(-1)).toBe('checkCompleteness')
+    expect(scheduled.filter((name) => name === 'recordRunStatus')).toHaveLength(1)
+  })
+
+  it('records the final status itself when the check that ended the run did not (a worker from before the change)', async () => {
+    const p = plan({ task_ids: ['a'], attempts: 2 })
+    // this stub's check ignores final_record, as a worker without it does
+    const stub = stubActivities()
+    const { result } = await runOnWorker(stub.activities, p)
+    expect((await result).status).toBe('completed')
+    expect(stub.checks.map((c) => c.final_record?.last_round)).toEqual([false])
+    expect(stub.statuses).toEqual([
+      { plan: p, status: 'running' },
+      { plan: p, status: 'completed', started_at: STARTED_AT, completeness: complete(2) },
+    ])
+    expect(stub.recordedBy).toEqual(['recordRunStatus', 'recordRunStatus'])
   })
 
   it.each([
@@ -507,6 +562,23 @@ describe('replay of committed histories', () => {
     expect(events.some((e) => e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)).toBe(false)
     const attempts = events.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && e.activityTaskScheduledEventAttributes?.activityType?.name === 'runAttempt')
     expect(attempts).toHaveLength(4)
+    await Worker.runReplayHistory({ workflowBundle: bundle }, committed, id)
+  })
+
+  it('replays the committed 2 × 2 run whose completeness check recorded its final status (forge-final-record-with-check-v1)', async () => {
+    // fixed ids and plan: the committed history is written once, from this run, and then only read
+    const id = `${REPLAY_WORKFLOW_ID}-record-with-check`
+    const file = new URL('run-2x2-record-with-check.json', historiesDir)
+    const p = plan({ run_id: 'run-replay-2x2-record-with-check', task_ids: ['t1', 't2'], attempts: 2 })
+    const stub = stubActivities({ recordWithCheck: true, outcome: (i) => (i.attempt === 0 ? 'pass' : 'fail') })
+    const { handle, result } = await runOnWorker(stub.activities, p, id)
+    expect(await result).toEqual({ run_id: 'run-replay-2x2-record-with-check', total: 4, tally: { outcomes: { pass: 2, fail: 2 }, not_executed: 0 }, status: 'completed', completeness: complete(4) })
+    expect(stub.recordedBy).toEqual(['recordRunStatus', 'checkCompleteness'])
+
+    writeHistoryOnce(file, await handle.fetchHistory())
+    const committed = readHistory(file)
+    const scheduled = (committed.events ?? []).filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+    expect(scheduled).toEqual(['recordRunStatus', 'runAttempt', 'runAttempt', 'runAttempt', 'runAttempt', 'checkCompleteness'])
     await Worker.runReplayHistory({ workflowBundle: bundle }, committed, id)
   })
 
