@@ -36,19 +36,16 @@ export const ATTEMPTS_PER_ACTIVITY = 10
 
 /**
  * Attempts one activity runs at once on worker processes of `slots` attempt slots each
- * (RunPlan.attempt_lanes): a 1,000-attempt run of fast attempts on one worker of 100 slots is then 2
- * activities rather than 100, and each activity costs Temporal and the worker CPU (issue 15: 50 lanes
- * instead of 10 took ~0.05 ms of Temporal's CPU per attempt off, and about as much of the worker's).
- * The largest divisor of `slots` up to 50 (RunPlan's own limit) and up to `share`: a worker reserves
- * its slots a batch's lanes at a time (workers/lane-slots.ts), so lanes that divide them leave none
- * unused (32 slots: 32 lanes; a prime number of slots over 50: 1); `share` — a run's in-flight
- * attempts over its worker processes — keeps a batch for every process in the run's window.
+ * (RunPlan.attempt_lanes): a 1,000-attempt run of fast attempts is then 10 activities rather than
+ * 100, and each activity cost Temporal and the worker ~10 ms of CPU (issue 15). The largest divisor of
+ * `slots` up to 10: a worker reserves its slots a batch's lanes at a time (workers/lane-slots.ts), so
+ * lanes that divide them leave none unused (32 slots: 8 lanes; a prime number of slots over 10: 1).
  */
-export function attemptLanesFor(slots: number, share = slots): number {
-  for (let lanes = Math.min(MAX_ATTEMPT_LANES, slots, share); lanes > 1; lanes--) if (slots % lanes === 0) return lanes
+export function attemptLanesFor(slots: number): number {
+  for (let lanes = Math.min(MAX_ATTEMPT_LANES, slots); lanes > 1; lanes--) if (slots % lanes === 0) return lanes
   return 1
 }
-const MAX_ATTEMPT_LANES = 50
+const MAX_ATTEMPT_LANES = 10
 
 export interface PlannedRun {
   run: RunConfig

@@ -230,8 +230,8 @@ export function createActivities(deps: ActivityDeps): RunActivities {
 
 /**
  * How often at most a batch hands the SDK the summaries done so far (a retry skips them). The SDK
- * sends them to the server at most every 0.8 × heartbeat timeout anyway; a batch of 500 attempts in
- * 50 lanes handed over every 100 ms would serialise up to 500 summaries ten times a second.
+ * sends them to the server at most every 0.8 × heartbeat timeout anyway; a batch of 100 attempts in
+ * 10 lanes handed over every 100 ms serialised up to 100 summaries ten times a second.
  */
 const PROGRESS_HEARTBEAT_MS = 1_000
 

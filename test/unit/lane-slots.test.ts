@@ -160,18 +160,7 @@ describe('LaneSlots: a worker’s attempt slots, reserved a batch’s lanes at a
 })
 
 describe('attemptLanesFor: the lanes of a batch on workers of so many slots', () => {
-  it('picks the largest divisor of the slots up to 50 (RunPlan.attempt_lanes at most), so reserving lanes at a time leaves none unused', () => {
-    expect([1, 4, 7, 10, 12, 13, 32, 38, 50, 53, 100, 625].map((slots) => attemptLanesFor(slots))).toEqual([1, 4, 7, 10, 12, 13, 32, 38, 50, 1, 50, 25])
-  })
-
-  it("keeps a batch for every worker process in the run's window: lanes up to the in-flight attempts' share per process", () => {
-    // 4 processes × 100 slots, --max-in-flight 100: a share of 25 → 25 lanes, 4 batches in flight
-    expect(attemptLanesFor(100, 25)).toBe(25)
-    // a share that divides nothing above 1: 1 lane
-    expect(attemptLanesFor(100, 3)).toBe(2)
-    expect(attemptLanesFor(7, 3)).toBe(1)
-    expect(attemptLanesFor(100, 0)).toBe(1)
-    // one process, --max-in-flight 100: the slots' own limit
-    expect(attemptLanesFor(100, 100)).toBe(50)
+  it('picks the largest divisor of the slots up to 10, so reserving lanes at a time leaves none unused', () => {
+    expect([1, 4, 7, 10, 12, 13, 32, 38, 50, 100, 625].map(attemptLanesFor)).toEqual([1, 4, 7, 10, 6, 1, 8, 2, 10, 10, 5])
   })
 })
