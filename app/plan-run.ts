@@ -27,6 +27,7 @@ import { sandboxSupport } from '../engine/sandbox/host.js'
 import { observedUsage } from '../store/repositories.js'
 import { parseRunConfig, type RunConfig, type RunConfigInput } from './run-config.js'
 import { resolveRunModels, type RunModels } from './local-model.js'
+import { attemptBatchSize } from '../workflows/attempt-batches.js'
 import { openReader } from './store-access.js'
 
 /** A run ready to start: its validated configuration, suite, tasks, price table and plan. */
@@ -40,12 +41,25 @@ export const ATTEMPTS_PER_ACTIVITY = 10
  * 100, and each activity cost Temporal and the worker ~10 ms of CPU (issue 15). The largest divisor of
  * `slots` up to 10: a worker reserves its slots a batch's lanes at a time (workers/lane-slots.ts), so
  * lanes that divide them leave none unused (32 slots: 8 lanes; a prime number of slots over 10: 1).
+ *
+ * Given the run's shape, more lanes (up to 50, RunPlan's own limit) where its batches fill them: a
+ * batch reserves its lanes' slots however few attempts it holds, so a worker of 50 slots given batches
+ * of 2 attempts in 50 lanes would run 2 attempts at once. Such lanes are also at most the run's
+ * in-flight attempts over its worker processes, so each process can hold a batch. A 1,000-attempt run
+ * at --concurrency 100 is then 2 activities of 500 rather than 10 of 100: ~0.06 ms less of Temporal's
+ * CPU per attempt and about as much of the worker's (issue 15).
  */
-export function attemptLanesFor(slots: number): number {
+export function attemptLanesFor(slots: number, run?: { maxInFlight: number; processes: number; shardAttempts: number }): number {
+  if (run !== undefined) {
+    for (let lanes = Math.min(MAX_FILLED_LANES, slots, Math.floor(run.maxInFlight / run.processes)); lanes > MAX_ATTEMPT_LANES; lanes--) {
+      if (slots % lanes === 0 && attemptBatchSize({ attempts_per_activity: ATTEMPTS_PER_ACTIVITY, max_in_flight: run.maxInFlight }, run.shardAttempts, lanes) >= lanes) return lanes
+    }
+  }
   for (let lanes = Math.min(MAX_ATTEMPT_LANES, slots); lanes > 1; lanes--) if (slots % lanes === 0) return lanes
   return 1
 }
 const MAX_ATTEMPT_LANES = 10
+const MAX_FILLED_LANES = 50
 
 export interface PlannedRun {
   run: RunConfig

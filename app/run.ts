@@ -111,7 +111,9 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
   // the worker processes Forge starts here have `layout.concurrency` attempt slots each: an attempt
   // activity may run several attempts at once, and each of them reserves that many slots to poll
   const maxProcesses = maxLocalWorkerProcesses()
-  const lanes = run.workers === 0 ? 1 : attemptLanesFor(workerLayout(run.workers, concurrency, maxProcesses).concurrency)
+  const layout = workerLayout(run.workers, concurrency, maxProcesses)
+  const shardAttempts = Math.min(planned.shard_size, planned.task_ids.length * planned.attempts)
+  const lanes = run.workers === 0 ? 1 : attemptLanesFor(layout.concurrency, { maxInFlight: planned.max_in_flight, processes: layout.processes, shardAttempts })
   // granted under the results key (store/grants.ts): the workers run only what Forge's own components planned
   const plan: RunPlan = grantPlan(lanes > 1 ? { ...planned, attempt_lanes: lanes } : planned, busAccess(endpoints.natsUrl, 'cli').resultsKey)
   if (concurrency < run.concurrency) onEvent({ kind: 'stack', message: `${concurrency} attempt(s) at once per worker: the model server generates ${modelServer.parallel} at once (FORGE_MODEL_PARALLEL)` })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { attemptLanesFor } from '../../app/plan-run.js'
+import { attemptBatchSize } from '../../workflows/attempt-batches.js'
 import { BATCH_ACTIVITY, LaneSlots, laneSlotSupplier } from '../../workers/lane-slots.js'
 
 /** Whether a promise has settled by the time the queued microtasks ran. */
@@ -161,6 +162,23 @@ describe('LaneSlots: a worker’s attempt slots, reserved a batch’s lanes at a
 
 describe('attemptLanesFor: the lanes of a batch on workers of so many slots', () => {
   it('picks the largest divisor of the slots up to 10, so reserving lanes at a time leaves none unused', () => {
-    expect([1, 4, 7, 10, 12, 13, 32, 38, 50, 100, 625].map(attemptLanesFor)).toEqual([1, 4, 7, 10, 6, 1, 8, 2, 10, 10, 5])
+    expect([1, 4, 7, 10, 12, 13, 32, 38, 50, 100, 625].map((slots) => attemptLanesFor(slots))).toEqual([1, 4, 7, 10, 6, 1, 8, 2, 10, 10, 5])
+  })
+
+  it('takes more lanes, up to 50, only where the run fills them: a batch reserves its lanes whatever it holds', () => {
+    // 1,000 attempts on one worker of 100 slots, 100 in flight: 2 batches of 500 in 50 lanes
+    expect(attemptLanesFor(100, { maxInFlight: 100, processes: 1, shardAttempts: 1000 })).toBe(50)
+    expect(attemptBatchSize({ attempts_per_activity: 10, max_in_flight: 100 }, 1000, 50)).toBe(500)
+    // 5 attempts (smoke, --attempts 1) on 50 slots: batches of 2 would hold 50 slots each — 10 lanes, as without the run
+    expect(attemptLanesFor(50, { maxInFlight: 200, processes: 1, shardAttempts: 5 })).toBe(10)
+    // 100 attempts, 200 in flight: no batch of more than 10 lanes fills them
+    expect(attemptLanesFor(50, { maxInFlight: 200, processes: 1, shardAttempts: 100 })).toBe(10)
+    // 4 processes × 100 slots at 100 in flight: a batch for each process at most 25 lanes; 1,000 attempts fill them
+    expect(attemptLanesFor(100, { maxInFlight: 100, processes: 4, shardAttempts: 1000 })).toBe(25)
+    // 200 in flight on one process of 100 slots: 50 lanes, 4 batches of 250
+    expect(attemptLanesFor(100, { maxInFlight: 200, processes: 1, shardAttempts: 1000 })).toBe(50)
+    // slots that no lane count over 10 divides: the old rule
+    expect(attemptLanesFor(53, { maxInFlight: 100, processes: 1, shardAttempts: 1000 })).toBe(1)
+    expect(attemptLanesFor(32, { maxInFlight: 100, processes: 1, shardAttempts: 1000 })).toBe(32)
   })
 })
