@@ -24,7 +24,8 @@ export async function publishRunStatus(js: JetStreamClient, key: string | undefi
   return record.started_at
 }
 
-export function runRecordOf({ plan, status, started_at, stopped_tasks, completeness }: RunStatusInput, at: number): RunRecordInput & { started_at: number } {
+/** The record itself: the plan's stamps, the status at `at`, and the completeness check's counts when given. */
+function runRecordOf({ plan, status, started_at, stopped_tasks, completeness }: RunStatusInput, at: number): RunRecordInput & { started_at: number } {
   return {
     run_id: plan.run_id,
     suite: plan.suite,
