@@ -7,8 +7,9 @@
  *
  * Recovery time = from the kill until the run has finished (its CLI exited), printed as a table.
  */
+import { Client, Connection } from '@temporalio/client'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -184,14 +185,15 @@ let baseline: Awaited<ReturnType<typeof statsOf>>
  * One fault: start the run held at the gate, wait until it is held, inject the fault, release the
  * gate, and wait for the run to end (`finish` may re-attach, for a killed CLI). Checks everything.
  */
-async function chaos(name: string, runId: string, opts: { workers?: number; fault: (cli: Cli) => Promise<void> | void; finish?: (cli: Cli) => Promise<{ code: number | null; stdout: string; stderr: string }> }): Promise<void> {
+async function chaos(name: string, runId: string, opts: { workers?: number; fault: (cli: Cli) => Promise<number | void> | void; finish?: (cli: Cli) => Promise<{ code: number | null; stdout: string; stderr: string }> }): Promise<void> {
   writeFileSync(gate, '')
   const cli = startCli(runArgs(runId, opts.workers ?? 2))
   try {
     await untilHeldAtGate(runId)
     await untilWorkersReady(cli)
-    const killedAt = Date.now()
-    await opts.fault(cli)
+    const faultAt = Date.now()
+    // a fault that waits for its moment says when it struck
+    const killedAt = (await opts.fault(cli)) ?? faultAt
     rmSync(gate, { force: true })
     const end = await (opts.finish ?? ((c) => c.exited))(cli)
     const recovery = (Date.now() - killedAt) / 1000
@@ -206,6 +208,31 @@ async function chaos(name: string, runId: string, opts: { workers?: number; faul
   } finally {
     rmSync(gate, { force: true })
     if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill('SIGKILL')
+  }
+}
+
+/** The slot of a worker process forge run started: its output goes to `logs/worker-<slot>.log`. */
+function workerSlotOf(pid: number): number | undefined {
+  try {
+    const slot = /worker-(\d+)\.log$/.exec(readlinkSync(`/proc/${pid}/fd/1`))?.[1]
+    return slot === undefined ? undefined : Number(slot)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Waits until RunWorkflow's completeness check has started on a worker (it then waits for the stopped
+ * ingester); returns that worker's slot (its identity is `<run>-w<slot>`, app/worker-pool.ts).
+ */
+async function untilCheckStarted(run: ReturnType<Client['workflow']['getHandle']>, cli: Cli): Promise<{ slot: number }> {
+  for (;;) {
+    failIfEnded(cli, 'before its completeness check started')
+    const { raw } = await run.describe()
+    const check = (raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'checkCompleteness' && a.state === 2)
+    const slot = /-w(\d+)$/.exec(check?.lastWorkerIdentity ?? '')?.[1]
+    if (slot !== undefined) return { slot: Number(slot) }
+    await sleep(100)
   }
 }
 
@@ -254,6 +281,46 @@ describe('chaos: SIGKILL one process during a 200-attempt run; the run finishes 
       },
       finish: () => startCli(['runs', 'resume', 'chaos-cli', '--json']).exited,
     })
+  })
+
+  it('the worker running the completeness check that ends the run (before it publishes the final record)', async () => {
+    const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
+    const ingester = pidOf('ingester')
+    try {
+      await chaos('SIGKILL the worker running the completeness check', 'chaos-check', {
+        fault: async (cli) => {
+          // the ingester stopped: every attempt ends and is published, but the check that ends the run
+          // waits for the store to hold them, in front of its final record; the gate is then where it waits
+          process.kill(ingester, 'SIGSTOP')
+          try {
+            rmSync(gate, { force: true })
+            const check = await untilCheckStarted(new Client({ connection }).workflow.getHandle('forge-run-chaos-check'), cli)
+            const worker = workerPids(cli.child).find((pid) => workerSlotOf(pid) === check.slot)
+            if (worker === undefined) throw new Error(`no worker of slot ${check.slot} among forge run's children`)
+            process.kill(worker, 'SIGKILL')
+            return Date.now()
+          } finally {
+            process.kill(ingester, 'SIGCONT')
+          }
+        },
+      })
+      // the check, tried again, published the run's final record with its counts
+      const runs = await sql<{ status: string; final_stored: number | string; missing_count: number | string }>(
+        "SELECT status, final_stored, missing_count FROM runs FINAL WHERE run_id = 'chaos-check'",
+      )
+      expect(runs.map((r) => ({ status: r.status, final_stored: Number(r.final_stored), missing: Number(r.missing_count) }))).toEqual([{ status: 'completed', final_stored: PLANNED, missing: 0 }])
+      const history = await new Client({ connection }).workflow.getHandle('forge-run-chaos-check').fetchHistory()
+      const events = history.events ?? []
+      const checks = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'checkCompleteness')
+      // one check, tried again after the kill (not a new activity), and it recorded the status: no recordRunStatus after it
+      expect(checks).toHaveLength(1)
+      const activities = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name !== undefined)
+      expect(activities.at(-1)?.activityTaskScheduledEventAttributes?.activityType?.name).toBe('checkCompleteness')
+      const start = events.find((e) => Number(e.activityTaskStartedEventAttributes?.scheduledEventId ?? -1) === Number(checks[0]!.eventId))
+      expect(start?.activityTaskStartedEventAttributes?.attempt).toBeGreaterThanOrEqual(2)
+    } finally {
+      await connection.close()
+    }
   })
 
   it('a rolling restart: one of three workers (30%) killed every 2 s, three times', async () => {
