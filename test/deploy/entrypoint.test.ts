@@ -89,17 +89,25 @@ describe('deploy/entrypoint.sh', () => {
     expect(metricValue(idle, 'forge_up', '{role="worker"}')).toBe(1)
     expect(metricValue(idle, 'forge_task_queue_backlog', '{task_queue="forge-attempts",type="activity"}')).toBe(0)
 
-    // 3 tasks × 2 attempts, each thinking 2 s: all six are in flight at once
-    const { plan } = await planRun(resolveConfig(), { suite: 'toy_math', adapter: 'mock', adapter_config: { skill: 1, delay_ms: 2000 }, attempts: 2, seed: 'drain', run_id: 'drain-1', workers: 1, concurrency: 1 })
+    // 3 tasks × 2 attempts held at a gate the test opens: all six are in flight at once when the worker
+    // is told to stop (the run's first activity, recordRunStatus, takes a slot of the six until it is done)
+    const gate = join(dir, 'drain.gate')
+    writeFileSync(gate, '')
+    const { plan } = await planRun(resolveConfig(), { suite: 'toy_math', adapter: 'mock', adapter_config: { skill: 1, hold_file: gate }, attempts: 2, seed: 'drain', run_id: 'drain-1', workers: 1, concurrency: 1 })
     const connection = await Connection.connect({ address: temporal.address })
     try {
       const client = new Client({ connection })
       const handle = await client.workflow.start<typeof RunWorkflow>('RunWorkflow', { taskQueue: 'forge-attempts', workflowId: 'forge-run-drain-1', args: [{ plan }] })
-      await waitFor('six attempts in flight', async () => {
-        const body = (await httpGet(workerPort, '/metrics'))?.body ?? ''
-        return metricValue(body, 'forge_attempts_in_flight') === 6 ? true : undefined
+      await waitFor('six attempts started on the worker', async () => {
+        const { raw } = await handle.describe()
+        const started = (raw.pendingActivities ?? []).filter((a) => a.activityType?.name === 'runAttempt' && a.state === 2 && a.lastWorkerIdentity === 'drainer')
+        return started.length === 6 ? true : undefined
       })
+      expect(metricValue((await httpGet(workerPort, '/metrics'))!.body, 'forge_attempts_in_flight')).toBe(6)
       worker.child.kill('SIGTERM')
+      // told to stop, it takes no new work but finishes what it holds once the gate opens
+      await waitFor('the worker to stop being ready', async () => ((await httpGet(workerPort, '/readyz'))?.status === 503 ? true : undefined))
+      rmSync(gate)
       expect(await worker.exited).toBe(0)
 
       // a second worker finishes the workflow's bookkeeping; the attempts were done by the first
