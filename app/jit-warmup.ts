@@ -3,11 +3,11 @@
  * so a worker process's first few thousand attempts cost it more CPU than later ones: in one process
  * the engine loop spent 0.94 ms of CPU per attempt on its first 1,000 smoke attempts and 0.58 on its
  * fourth 1,000. A warm worker that waits for the next run (workers/worker-process.ts) spends that
- * while it waits: it runs mock attempts of the bundled smoke suite through its own attempt activity
- * (app/engine-loop.ts: the bus is a stand-in that counts, the plan is granted under a key made for
- * it and dropped; nothing is published, stored or logged) until the process has run
- * FORGE_WARM_WORKER_WARMUP attempts in all — a run's attempts count — and stops as soon as a run
- * claims it, once the few attempts already running have ended. Only Forge's own code runs in it (the
+ * while it waits: it runs mock attempts of the bundled smoke suite through its own batch activity, in
+ * batches shaped as a run's (app/engine-loop.ts: the bus is a stand-in that counts, the plan is
+ * granted under a key made for it and dropped; nothing is published, stored or logged) until the
+ * process has run FORGE_WARM_WORKER_WARMUP attempts in all — a run's attempts count — and stops as
+ * soon as a run claims it, once the batch running (WARMUP_BATCH attempts, ~20 ms) has ended. Only Forge's own code runs in it (the
  * mock adapter and the smoke suite's tools): no agent code, so the process stays untainted.
  */
 import { randomBytes } from 'node:crypto'
@@ -18,6 +18,8 @@ import { runEngineLoop } from './engine-loop.js'
 
 /** attempts run at once: enough lanes for the activity's paths, few enough that a claim waits for little */
 const WARMUP_LANES = 8
+/** attempts per batch activity: a claim waits for the batch running (~20 ms) */
+const WARMUP_BATCH = 40
 const SMOKE_TASKS = 5
 
 export interface JitWarmupReport {
@@ -53,7 +55,7 @@ export function startJitWarmup(target: number): JitWarmup | undefined {
       config,
       { suite: 'smoke', adapter: 'mock', attempts: perTask, workers: 1, concurrency: WARMUP_LANES, seed: 'jit-warmup' },
       // silent: the warm-up's attempts are no run's, and the worker's log is its runs' (a failure ends the warm-up and is said)
-      { key: randomBytes(32).toString('hex'), logger: createLogger('jit-warmup', 'silent'), signal: stopper.signal, yieldBetweenAttempts: true },
+      { key: randomBytes(32).toString('hex'), logger: createLogger('jit-warmup', 'silent'), signal: stopper.signal, yieldBetweenAttempts: true, batchSize: WARMUP_BATCH },
     )
     return { attempts: loop.attempts, ms: performance.now() - started, stopped: loop.attempts < loop.planned }
   }
