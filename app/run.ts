@@ -19,7 +19,7 @@ import { isolationOf } from '../engine/sandbox/config.js'
 import { superviseStack } from '../stack/supervisor.js'
 import { leaveWarmWorkers } from '../stack/warm-workers.js'
 import type { RunWorkflowResult } from '../workflows/run.js'
-import { sealRunWhenStored, type SealReport } from './audit.js'
+import { sealRun, sealRunWhenStored, type SealReport } from './audit.js'
 import { attemptLanesFor, planRun } from './plan-run.js'
 import type { RunConfigInput } from './run-config.js'
 import { refuseReusedRunId } from './run-id.js'
@@ -236,14 +236,14 @@ export async function reportRun(config: ForgeConfig, plan: RunPlan, result: RunW
     const published = result.completeness?.stored ?? Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
     await waitForStorage(reader, plan.run_id, { published, counted: checked }, ingestTimeoutMs, onEvent)
     const judged = result.tally.judged ?? 0
-    // every stored result is hash-linked into the run's chain; its head goes on the run record
-    const seal = (attempts: number) => sealRunWhenStored(config, plan.run_id, { attempts, judged }, ingestTimeoutMs)
-    // a checked run's store held every attempt it published, audit entries included, before its workflow
-    // returned: the statistics and the seal (different tables) are read at once; otherwise the seal waits
-    // for the audit entries of the attempts the statistics found
+    // every stored result is hash-linked into the run's chain; its head goes on the run record.
+    // A checked run's store held every attempt it published, audit entries included, before its workflow
+    // returned (the check waited until the ingester had stored the whole results stream): the statistics
+    // and the seal (different tables) are read at once, and the seal does not count the entries first.
+    // Otherwise the seal waits for the audit entries of the attempts the statistics found.
     const [stats, audit] = checked
-      ? await Promise.all([getRunStats(reader, plan.run_id), seal(published)])
-      : await getRunStats(reader, plan.run_id).then(async (s) => [s, await seal(s.attempts)] as const)
+      ? await Promise.all([getRunStats(reader, plan.run_id), sealRun(config, plan.run_id)])
+      : await getRunStats(reader, plan.run_id).then(async (s) => [s, await sealRunWhenStored(config, plan.run_id, { attempts: s.attempts, judged }, ingestTimeoutMs)] as const)
     return {
       ...stats,
       run_id: plan.run_id,

@@ -199,8 +199,14 @@ async function chaos(name: string, runId: string, opts: { workers?: number; faul
     const recovery = (Date.now() - killedAt) / 1000
     // with --json, progress lines go to stderr; an error would start with "Error"
     expect({ code: end.code, errors: end.stderr.split('\n').filter((line) => /^(Error|Warning)/.test(line)) }).toEqual({ code: 0, errors: [] })
-    const report = JSON.parse(end.stdout) as { status: string; completeness: Record<string, unknown> }
-    expect({ status: report.status, missing: report.completeness['missing_count'], doubled: report.completeness['doubled'] }).toEqual({ status: 'completed', missing: 0, doubled: 0 })
+    const report = JSON.parse(end.stdout) as { status: string; completeness: Record<string, unknown>; audit: { links: number } }
+    // the seal that ends the report links every attempt's audit entry: none was still on its way
+    expect({ status: report.status, missing: report.completeness['missing_count'], doubled: report.completeness['doubled'], links: report.audit.links }).toEqual({
+      status: 'completed',
+      missing: 0,
+      doubled: 0,
+      links: PLANNED,
+    })
     const counts = await lostAndDoubled(runId)
     table.push({ fault: name, recovery_s: recovery.toFixed(1), lost: counts.lost, doubled: counts.doubled })
     expect(counts).toEqual({ lost: 0, doubled: 0, rows: PLANNED, uids: PLANNED })
