@@ -7,8 +7,9 @@
  * batches shaped as a run's (app/engine-loop.ts: the bus is a stand-in that counts, the plan is
  * granted under a key made for it and dropped; nothing is published, stored or logged) until the
  * process has run FORGE_WARM_WORKER_WARMUP attempts in all — a run's attempts count — and stops as
- * soon as a run claims it, once the batch running (WARMUP_BATCH attempts, ~20 ms) has ended. Only Forge's own code runs in it (the
- * mock adapter and the smoke suite's tools): no agent code, so the process stays untainted.
+ * soon as a run claims it, once the batch running (WARMUP_BATCH attempts, ~10 ms) has ended. Only
+ * Forge's own code runs in it (the mock adapter and the smoke suite's tools): no agent code, so the
+ * process stays untainted.
  */
 import { randomBytes } from 'node:crypto'
 import { resolveConfig } from '../config/index.js'
@@ -18,8 +19,8 @@ import { runEngineLoop } from './engine-loop.js'
 
 /** attempts run at once: enough lanes for the activity's paths, few enough that a claim waits for little */
 const WARMUP_LANES = 8
-/** attempts per batch activity: a claim waits for the batch running (~20 ms) */
-const WARMUP_BATCH = 40
+/** attempts per batch activity: a claim waits for the batch running (~10 ms) */
+const WARMUP_BATCH = 20
 const SMOKE_TASKS = 5
 
 export interface JitWarmupReport {
