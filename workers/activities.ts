@@ -15,6 +15,7 @@ import type { AttemptResult, StoredTrace } from '../core/contracts/index.js'
 import { selectJudgeMetrics } from '../core/metrics/index.js'
 import { attemptAuditRows } from '../store/audit.js'
 import type { AttemptBatchInput, AttemptInput, AttemptSummary, RunActivities, RunStatusInput } from './activity-types.js'
+import { startHeartbeat } from './heartbeat.js'
 import { publishRunStatus } from './run-record.js'
 import { getAdapter } from '../engine/adapters/index.js'
 import { runAttempt as executeAttemptFully } from '../engine/attempt-runner.js'
@@ -264,22 +265,6 @@ function heartbeatNow(details: unknown): void {
   } catch {
     // outside an activity (unit tests)
   }
-}
-
-/** The run record's fault stamps (RunPlan.faults); a run without faults keeps the defaults. */
-/** Heartbeats at a third of the heartbeat timeout while an attempt runs, so a dead worker is noticed. */
-function startHeartbeat(details: () => unknown = () => undefined): () => void {
-  let ctx: Context
-  try {
-    ctx = Context.current()
-  } catch {
-    return () => undefined // called outside an activity (unit tests)
-  }
-  const timeout = ctx.info.heartbeatTimeoutMs
-  if (!timeout) return () => undefined
-  ctx.heartbeat(details())
-  const timer = setInterval(() => ctx.heartbeat(details()), Math.max(200, Math.floor(timeout / 3)))
-  return () => clearInterval(timer)
 }
 
 /**
