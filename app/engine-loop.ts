@@ -35,7 +35,7 @@ export interface EngineLoopOptions {
    * run the attempts as a run's workers do: batch activities (`runAttempts`) of this many attempts,
    * `--concurrency` lanes each, their input JSON round-tripped as Temporal's payload converter hands it
    * over (a warm worker's JIT warm-up: warmed up on one `runAttempt` per attempt, the batch path's
-   * first 1,000 attempts still cost ~0.1 ms more CPU each, a warm worker's first run ~0.06). The event
+   * first 1,000 attempts still cost ~0.1 ms more CPU each, a warm worker's first run ~0.04). The event
    * loop runs between two batches. Absent: one `runAttempt` per attempt.
    */
   batchSize?: number
