@@ -421,12 +421,12 @@ export async function storeFailureOf(nc: NatsConnection, timeoutMs = 1_000): Pro
 
 /**
  * Waits until the ingester has acked every message published to the results stream before the call
- * (its ack floor reaches the stream's last sequence then), calling `onWait` between polls. Returns the
- * progress seen last and whether it caught up within `timeoutMs`.
+ * (its ack floor reaches the stream's last sequence then). Returns the progress seen last and
+ * whether it caught up within `timeoutMs`.
  */
 export async function waitForIngestedBacklog(
   nc: NatsConnection,
-  opts: { timeoutMs: number; pollMs?: number; onWait?: (progress: IngestProgress) => void },
+  opts: { timeoutMs: number; pollMs?: number },
 ): Promise<{ caughtUp: boolean; progress: IngestProgress }> {
   const deadline = Date.now() + opts.timeoutMs
   let jsm: Awaited<ReturnType<typeof jetstreamManager>>
@@ -448,7 +448,6 @@ export async function waitForIngestedBacklog(
     }
     if (progress.acked >= target || progress.pending === 0) return { caughtUp: true, progress }
     if (Date.now() >= deadline) return { caughtUp: false, progress }
-    opts.onWait?.(progress)
     await new Promise((resolve) => setTimeout(resolve, opts.pollMs ?? 25))
   }
 }
