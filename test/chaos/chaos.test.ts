@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openReader } from '../../app/store-access.js'
 import { readStackState } from '../../stack/local-stack.js'
 import { packageRoot } from '../../stack/paths.js'
-import { startTestStack, type TestStack } from '../helpers/stack.js'
+import { PENDING_ACTIVITY_STARTED, startTestStack, type TestStack } from '../helpers/stack.js'
 
 const ATTEMPTS = 40
 const TASKS = 5
@@ -235,7 +235,7 @@ async function untilCheckStarted(run: ReturnType<Client['workflow']['getHandle']
   for (;;) {
     failIfEnded(cli, 'before its completeness check started')
     const { raw } = await run.describe()
-    const check = (raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'checkCompleteness' && a.state === 2)
+    const check = (raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'checkCompleteness' && a.state === PENDING_ACTIVITY_STARTED)
     const slot = /-w(\d+)$/.exec(check?.lastWorkerIdentity ?? '')?.[1]
     if (slot !== undefined) return { slot: Number(slot) }
     await sleep(100)

@@ -29,6 +29,7 @@ import {
   type Proc,
   type TemporalServer,
 } from '../helpers/fleet.js'
+import { PENDING_ACTIVITY_STARTED } from '../helpers/stack.js'
 
 let dir: string
 let temporal: TemporalServer
@@ -100,7 +101,7 @@ describe('deploy/entrypoint.sh', () => {
       const handle = await client.workflow.start<typeof RunWorkflow>('RunWorkflow', { taskQueue: 'forge-attempts', workflowId: 'forge-run-drain-1', args: [{ plan }] })
       await waitFor('six attempts started on the worker', async () => {
         const { raw } = await handle.describe()
-        const started = (raw.pendingActivities ?? []).filter((a) => a.activityType?.name === 'runAttempt' && a.state === 2 && a.lastWorkerIdentity === 'drainer')
+        const started = (raw.pendingActivities ?? []).filter((a) => a.activityType?.name === 'runAttempt' && a.state === PENDING_ACTIVITY_STARTED && a.lastWorkerIdentity === 'drainer')
         return started.length === 6 ? true : undefined
       })
       expect(metricValue((await httpGet(workerPort, '/metrics'))!.body, 'forge_attempts_in_flight')).toBe(6)

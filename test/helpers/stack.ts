@@ -7,6 +7,9 @@ import { resolveConfig, type ForgeConfig } from '../../stack/config.js'
 import { stackDown, stackUp, type Endpoints } from '../../stack/local-stack.js'
 import { packageRoot } from '../../stack/paths.js'
 
+/** Temporal's PENDING_ACTIVITY_STATE_STARTED (a pending activity's `state`): a worker has taken the activity and runs it */
+export const PENDING_ACTIVITY_STARTED = 2
+
 export interface TestStack {
   home: string
   config: ForgeConfig
