@@ -9,7 +9,7 @@
  */
 import { setImmediate as yieldToEvents } from 'node:timers/promises'
 import type { JetStreamClient } from '@nats-io/jetstream'
-import type { NatsConnection } from '@nats-io/transport-node'
+import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node'
 import type { ForgeConfig } from '../config/index.js'
 import type { Logger } from '../engine/logger.js'
 import { grantPlan } from '../store/grants.js'
@@ -39,6 +39,15 @@ export interface EngineLoopOptions {
    * loop runs between two batches. Absent: one `runAttempt` per attempt.
    */
   batchSize?: number
+  /** hands over each message the activities would have published, as it would have gone (an ingester's JIT warm-up samples them: app/ingester-warmup.ts) */
+  capture?: (message: CapturedMessage) => void
+}
+
+/** A message the engine loop's activities published to its stand-in bus: subject, body and headers (its signature, when signed). */
+export interface CapturedMessage {
+  subject: string
+  data: Uint8Array
+  headers?: MsgHdrs
 }
 
 export interface EngineLoopResult {
@@ -54,13 +63,14 @@ export interface EngineLoopResult {
 }
 
 /** A JetStream client and connection that accept every publish and keep only counts. */
-function publishSink(): { nc: NatsConnection; js: JetStreamClient; published: { messages: number; bytes: number } } {
+function publishSink(capture?: (message: CapturedMessage) => void): { nc: NatsConnection; js: JetStreamClient; published: { messages: number; bytes: number } } {
   const published = { messages: 0, bytes: 0 }
   let seq = 0
   const js = {
-    publish: (_subject: string, body?: Uint8Array | string) => {
+    publish: (subject: string, body?: Uint8Array | string, options?: { headers?: MsgHdrs }) => {
       published.messages++
       published.bytes += typeof body === 'string' ? Buffer.byteLength(body) : (body?.byteLength ?? 0)
+      if (capture !== undefined) capture({ subject, data: typeof body === 'string' ? new TextEncoder().encode(body) : (body ?? new Uint8Array()), ...(options?.headers !== undefined ? { headers: options.headers } : {}) })
       return Promise.resolve({ stream: 'FORGE_RESULTS', seq: ++seq, duplicate: false, domain: '' })
     },
   }
@@ -80,7 +90,7 @@ export async function runEngineLoop(config: ForgeConfig, input: RunConfigInput, 
   const { key } = options
   // granted as `forge run` grants it (app/run.ts): the activity checks the grant, as a worker does
   const plan = grantPlan(planned, key)
-  const sink = publishSink()
+  const sink = publishSink(options.capture)
   const activities = createActivities({ nc: sink.nc, js: sink.js, workerId: 'engine-loop', logger: options.logger, resultsKey: () => key })
   const total = plan.task_ids.length * plan.attempts
   const outcomes: Record<string, number> = {}

@@ -166,6 +166,13 @@ export const SETTINGS = {
     defaultText: '3000',
     schema: wholeNumber(0, 1_000_000),
   }),
+  ingesterWarmup: define({
+    variable: 'FORGE_INGESTER_WARMUP',
+    description: 'An ingester warms its JIT up as it starts: sample result messages through its ingest path (nothing stored, waiting while results come in) until it has handled this many, real ones counted (0: off)',
+    fallback: 2000,
+    defaultText: '2000',
+    schema: wholeNumber(0, 1_000_000),
+  }),
   exitWithParent: define({
     variable: 'FORGE_EXIT_WITH_PARENT',
     description: 'A worker process stops when its parent (forge run) is gone (1) or not (0)',

@@ -47,6 +47,14 @@ export function resultsKey(): string | undefined {
 }
 
 /**
+ * Signs this process's (this thread's) result messages with `key` from now on, as a bus connection
+ * holding it would: a thread that publishes only to a stand-in bus (app/ingester-warmup.ts).
+ */
+export function signResultsWith(key: string | undefined): void {
+  processResultsKey = key
+}
+
+/**
  * Connects to NATS as `role` (store/bus-auth.ts): with the role's credentials, TLS files and the
  * results key this process then signs result messages with.
  */

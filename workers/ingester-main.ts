@@ -1,5 +1,5 @@
 /** Entry point of the ingester process (embedded stack child, or `forge ingester` in a fleet). */
-import { resolveConfig } from '../config/index.js'
+import { readSetting, resolveConfig } from '../config/index.js'
 import { ConfigError, exitCodeOf } from '../core/errors.js'
 import { connectBus, ensureResultsStream, resultsKey } from '../store/bus.js'
 import { openClickHouse, type StoreLocation } from '../store/clickhouse.js'
@@ -29,7 +29,10 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   const serveQueries = location.kind === 'embedded'
   // reads get a connection of their own: chDB runs one statement at a time per connection
   const queryStore = serveQueries ? await openClickHouse(location) : undefined
-  const ingester = await startIngester({ nc, store, logger, serveQueries, ...(key !== undefined ? { resultsKey: key } : {}), ...(queryStore !== undefined ? { queryStore } : {}) })
+  // its JIT warm-up on sample messages of this build (made in a thread: app/ingester-warmup.ts), until the first real one
+  const warmupMessages = readSetting('ingesterWarmup', env)
+  const warmup = warmupMessages > 0 ? { messages: warmupMessages, samples: async () => (await import('../app/ingester-warmup.js')).sampleResultMessagesInThread(key) } : undefined
+  const ingester = await startIngester({ nc, store, logger, serveQueries, ...(key !== undefined ? { resultsKey: key } : {}), ...(queryStore !== undefined ? { queryStore } : {}), ...(warmup !== undefined ? { warmup } : {}) })
   // what the store holds leaves the bus after FORGE_RESULTS_KEEP: the stream's disk stays minutes of results, not a week
   const trimmer = startResultsTrimmer(nc, config.resultsKeepSeconds * 1000, logger, ingester.stats)
   let stopping = false

@@ -5,7 +5,7 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client'
 import { jetstream, type JsMsg } from '@nats-io/jetstream'
-import type { NatsConnection, Subscription } from '@nats-io/transport-node'
+import type { MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node'
 import { AttemptMessage, AttemptRegrade, AttemptResult, AuditRecord, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecord, StoredTrace } from '../core/contracts/index.js'
 import { insertAuditRecords } from '../store/audit.js'
 import { queryRows } from '../store/clickhouse.js'
@@ -18,7 +18,7 @@ import { insertAttemptGrading, insertJudgeOutcomes, insertRegrades, insertResolu
 import { SweepRecord } from '../core/contracts/sweep.js'
 import { SWEEP_SUBJECT } from '../store/sweep-bus.js'
 import { insertSweeps } from '../store/sweep-repositories.js'
-import type { Logger } from '../engine/logger.js'
+import { createLogger, type Logger } from '../engine/logger.js'
 import type { StoreFailure } from '../core/store-watch.js'
 import { attemptFields, countByRun, processFields, rejectedMessageFields, runFields } from './ingester-log.js'
 
@@ -36,6 +36,37 @@ export interface IngesterOptions {
   flushIntervalMs?: number
   /** how long grading rows (metrics, judgements, traces, regrades, resolutions) wait for company (default GRADING_WINDOW_MS) */
   gradingFlushMs?: number
+  /**
+   * A JIT warm-up as it starts (FORGE_INGESTER_WARMUP): the ingest path — decoding, the signature
+   * check, validation, row conversion and encoding, the grading lane — run over `samples`
+   * (app/ingester-warmup.ts) against a store that drops every row, until the ingester has handled
+   * `messages` in all (real ones counted). It waits while results come in; nothing is stored, acked or
+   * logged but its summary.
+   */
+  warmup?: { messages: number; samples: () => Promise<WarmupSample[]> }
+}
+
+/** A result message as a worker publishes it: what the warm-up runs through the ingest path. */
+export interface WarmupSample {
+  subject: string
+  data: Uint8Array
+  headers?: MsgHdrs
+}
+
+export interface IngesterWarmupReport {
+  /** sample messages run through the ingest path */
+  messages: number
+  /** real messages the ingester handled meanwhile (they count towards the warm-up's total) */
+  handled: number
+  /** how often it waited for results coming in */
+  paused: number
+  ms: number
+  /** the ingester stopped before the warm-up was done */
+  stopped: boolean
+  /** samples the ingest path rejected (none, unless the samples and the ingester disagree on a contract) */
+  rejected: number
+  /** why it did not run (the samples could not be made) */
+  error?: string
 }
 
 export interface IngesterStats {
@@ -67,6 +98,8 @@ export function noteInsertSuccess(stats: IngesterStats): void {
 
 export interface Ingester {
   stats: IngesterStats
+  /** the JIT warm-up's end, when it has one (never rejects) */
+  warmup?: Promise<IngesterWarmupReport>
   /** settles when consuming ended, whatever the reason (stop, or the consumer failed): its process should then exit */
   consuming: Promise<void>
   stop(): Promise<void>
@@ -87,10 +120,19 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   const rounds = createInsertRounds(batchSize, opts.flushIntervalMs ?? INSERT_WINDOW_MS, grading, (batch) => ingestBatch(batch, { store, logger, stats, grading, resultsKey: opts.resultsKey }))
   // the end of a run, a seal: whoever is about to wait for the store says so (store/bus.ts requestIngesterFlush)
   const flushSub = nc.subscribe(subjects.ingesterFlush, { callback: (error) => void (error ? undefined : rounds.urgent()) })
+  // results coming in pause the JIT warm-up: the ingester's CPU is the run's then
+  const traffic = { handled: 0, lastAt: 0 }
+  let stopWarmup = (): void => undefined
+  const warmupStopped = new Promise<void>((resolve) => (stopWarmup = resolve))
+  const warmup = opts.warmup !== undefined && opts.warmup.messages > 0 ? warmUpIngestPath(opts.warmup, opts.resultsKey, batchSize, traffic, () => stopping, warmupStopped, logger) : undefined
   const loop = (async () => {
     // after NATS reconnects (a restarted server), consuming starts over with a fresh pull (issue 12)
     for (;;) {
-      for await (const msg of messages) rounds.add(msg)
+      for await (const msg of messages) {
+        traffic.handled++
+        traffic.lastAt = Date.now()
+        rounds.add(msg)
+      }
       if (stopping) return
       logger.warn(processFields('bus'), 'the results consumer ended; consuming again')
       messages = await consume()
@@ -104,9 +146,13 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   })()
   return {
     stats,
+    ...(warmup !== undefined ? { warmup } : {}),
     consuming: loop,
     async stop() {
       stopping = true
+      // a warm-up still waiting for its samples ends now; one running ends after its batch
+      stopWarmup()
+      await warmup
       flushSub.unsubscribe()
       await messages.close()
       await loop.catch(() => undefined)
@@ -115,6 +161,100 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
       pingSub.unsubscribe()
     },
   }
+}
+
+/** sample messages per warm-up batch (~20 ms): the event loop (a real message, a store query) runs between two */
+const WARMUP_BATCH = 100
+/** the JIT warm-up waits while results come in, until the stream has been quiet this long */
+export const WARMUP_QUIET_MS = 1_000
+
+/**
+ * The ingester's JIT warm-up (IngesterOptions.warmup): `ingestBatch` and the grading lane, as a real
+ * round runs them, over batches of sample messages, against a store that encodes each row as the
+ * client does and drops it — until the ingester has handled `messages` in all, real ones counted (a
+ * run compiles the same code hot), or it stops. While results come in it waits: it goes on once the
+ * stream has been quiet for WARMUP_QUIET_MS.
+ */
+async function warmUpIngestPath(
+  warmup: NonNullable<IngesterOptions['warmup']>,
+  resultsKey: string | undefined,
+  batchSize: number,
+  traffic: { readonly handled: number; readonly lastAt: number },
+  stopping: () => boolean,
+  stopped: Promise<void>,
+  logger: Logger,
+): Promise<IngesterWarmupReport> {
+  const started = performance.now()
+  const stats: IngesterStats = { inserted_attempts: 0, inserted_runs: 0, rejected: 0, batches: 0, insert_failures: 0, trimmed_messages: 0 }
+  let samples: WarmupSample[] | undefined
+  try {
+    samples = await Promise.race([warmup.samples(), stopped.then(() => undefined)])
+    if (samples === undefined) return { messages: 0, handled: traffic.handled, paused: 0, ms: performance.now() - started, stopped: true, rejected: 0 }
+    if (samples.length === 0) throw new Error('no sample messages')
+  } catch (error) {
+    const report = { messages: 0, handled: traffic.handled, paused: 0, ms: performance.now() - started, stopped: false, rejected: 0, error: error instanceof Error ? error.message : String(error) }
+    logger.warn({ ...processFields('ingest'), error: report.error }, 'no JIT warm-up: its sample messages could not be made; the first run compiles the ingest path itself')
+    return report
+  }
+  const store = discardingStore()
+  const quiet = createLogger('ingester-warmup', 'silent')
+  let firstProblem: string | undefined
+  const onReject = (problem: string): void => void (firstProblem ??= problem)
+  const grading = createGradingLane(store, quiet, batchSize, 0, stats, (_msg, problem) => ((stats.rejected += 1), onReject(problem)))
+  const deps: BatchDeps = { store, logger: quiet, stats, grading, resultsKey, onReject }
+  let messages = 0
+  let paused = 0
+  let waiting = false
+  while (!stopping() && messages + traffic.handled < warmup.messages) {
+    const quietFor = Date.now() - traffic.lastAt
+    if (quietFor < WARMUP_QUIET_MS) {
+      if (!waiting) {
+        paused++
+        logger.debug({ ...processFields('ingest'), messages }, 'JIT warm-up paused: results are coming in')
+      }
+      waiting = true
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, WARMUP_QUIET_MS - quietFor)), stopped])
+      continue
+    }
+    waiting = false
+    const batch = Array.from({ length: Math.min(WARMUP_BATCH, warmup.messages - messages - traffic.handled) }, (_, i) => sampleMessage(samples[(messages + i) % samples.length]!, messages + i + 1))
+    await ingestBatch(batch, deps)
+    await deps.grading.ingest()
+    messages += batch.length
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  const report = { messages, handled: traffic.handled, paused, ms: performance.now() - started, stopped: messages + traffic.handled < warmup.messages, rejected: stats.rejected }
+  const said = { ...processFields('ingest'), messages, handled: report.handled, paused, ms: Math.round(report.ms), stopped: report.stopped, rejected: report.rejected }
+  // a sample the ingester rejects is one it would reject from a worker of this build: a contract gone astray
+  if (report.rejected > 0) logger.error({ ...said, problem: firstProblem }, 'JIT warm-up: the ingest path rejected sample messages of this build')
+  else logger.info(said, report.stopped ? 'JIT warm-up stopped with the ingester' : 'JIT warm-up done: sample messages through the ingest path (nothing stored)')
+  return report
+}
+
+const sampleDecoder = new TextDecoder()
+
+/** A sample as the consumer would hand it over: acks and naks go nowhere. */
+function sampleMessage(sample: WarmupSample, seq: number): JsMsg {
+  const ignore = (): void => undefined
+  return {
+    subject: sample.subject,
+    data: sample.data,
+    seq,
+    headers: sample.headers,
+    json: () => JSON.parse(sampleDecoder.decode(sample.data)) as unknown,
+    ack: ignore,
+    nak: ignore,
+    term: ignore,
+  } as unknown as JsMsg
+}
+
+/** A store that takes every insert and keeps nothing: each row is encoded as the client encodes it (JSONEachRow), then dropped. */
+function discardingStore(): ClickHouseClient {
+  const insert = ({ values }: { values: unknown }): Promise<{ executed: boolean; query_id: string }> => {
+    if (Array.isArray(values)) for (const row of values) JSON.stringify(row)
+    return Promise.resolve({ executed: true, query_id: '' })
+  }
+  return { insert } as unknown as ClickHouseClient
 }
 
 /** Embedded mode: this process owns chDB, so it answers every other process's read-only queries. */
@@ -396,11 +536,14 @@ interface BatchDeps {
   stats: IngesterStats
   grading: GradingLane
   resultsKey: string | undefined
+  /** told why each message it rejects is rejected (the JIT warm-up names the first) */
+  onReject?: (problem: string) => void
 }
 
 /** Terminates a message that can never be stored (malformed, forged, or refused by the store), saying why. */
-function rejectMessage(msg: JsMsg, problem: string, deps: Pick<BatchDeps, 'logger' | 'stats'>): void {
+function rejectMessage(msg: JsMsg, problem: string, deps: Pick<BatchDeps, 'logger' | 'stats' | 'onReject'>): void {
   deps.stats.rejected++
+  deps.onReject?.(problem)
   deps.logger.error({ ...rejectedMessageFields(msg.subject, msg.data, [subjects.tracePrefix, subjects.attemptPrefix]), seq: msg.seq, problem }, 'rejected a malformed result message')
   msg.term(problem)
 }

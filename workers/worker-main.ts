@@ -221,7 +221,9 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
   })
   // the workflows (run, shard, sweep) on the same queue come from a second worker, created once the attempt
   // slots poll: loading the workflow bundle takes ~150 ms that the first attempts need not wait for
-  const workflowWorkerNow = (): Promise<Worker> => (usable !== undefined ? Promise.resolve(usable.worker) : createWorkflowWorker(connection, opts, workerId, shutdownGraceTime))
+  // one that may outlive its run (kept for the process's next: `keepWorkflows`) is named by its process, as a prepared one is
+  const workflowIdentity = opts.keepWorkflows !== undefined ? `${hostname()}-${process.pid}` : workerId
+  const workflowWorkerNow = (): Promise<Worker> => (usable !== undefined ? Promise.resolve(usable.worker) : createWorkflowWorker(connection, opts, workflowIdentity, shutdownGraceTime))
   const judgeWorker =
     judgeOptions === undefined
       ? undefined
@@ -242,17 +244,20 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
   // once this resolves the process may serve another run (a warm worker): nothing of this one may act then
   let finished = false
   let fuse: NodeJS.Timeout | undefined
-  // the prepared workflow worker, still polling, for the process's next run (decided as it stops)
+  // the workflow worker this run polls with (the prepared one, or one it created), kept polling for the
+  // process's next run when `keepWorkflows` says so as it stops: a warm worker's next run then starts on
+  // a workflow thread compiled hot, not on a prepared one that never ran a workflow (~70 ms of ramp, issue 15)
+  let workflows: Worker | undefined = usable?.worker
   let keeping = false
   let kept = (): void => undefined
   const workflowsKept = new Promise<void>((resolve) => (kept = resolve))
   const stop = () => {
     if (telemetry.draining) return
     telemetry.draining = true
-    keeping = usable !== undefined && serviceable(usable.worker) && opts.keepWorkflows?.() === true
+    keeping = workflows !== undefined && serviceable(workflows) && opts.keepWorkflows?.() === true
     // a shutdown waits on its server: with Temporal gone for good it would wait forever
     if (opts.exitWithParent) fuse = setTimeout(() => process.exit(1), 20_000).unref()
-    for (const w of workers) if (!(keeping && w === usable?.worker)) w.shutdown()
+    for (const w of workers) if (!(keeping && w === workflows)) w.shutdown()
     if (keeping) kept()
   }
   const onSignal = () => {
@@ -331,6 +336,7 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
         throw error
       }
       workers.push(workflowWorker)
+      workflows = workflowWorker
       // a kept one polls already (workflow worker runs once)
       workflowsRun = usable?.running ?? workflowWorker.run()
       workflowsRun.catch(() => undefined)
@@ -353,8 +359,9 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
     if (!keeping) await connection.close()
     clearTimeout(fuse)
   }
-  // (a stop before it polled keeps it prepared, not polling)
-  return keeping && usable !== undefined ? { ...usable, ...(workflowsRun !== undefined ? { running: workflowsRun } : {}) } : undefined
+  // (a stop before it polled keeps it prepared, not polling); one this run created keeps the run's connection
+  if (!keeping || workflows === undefined) return undefined
+  return { target: targetKey(opts), connection, worker: workflows, ...(workflowsRun !== undefined ? { running: workflowsRun } : {}) }
 }
 
 /** A workflow worker that polls or can: not one that failed or stops. */

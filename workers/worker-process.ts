@@ -90,15 +90,17 @@ function serveForked(): void {
   // listening for it must not keep the worker alive once its run is over, as the channel did not before
   process.channel?.unref()
   const waitsAgain = (): boolean => isDone() && process.connected && mayServeAgain(1)
-  void main({ shutdown }).then(() => {
+  // its workflow worker polls on, compiled hot by this run, for the next run it serves as a warm worker
+  void main({ shutdown, keepWorkflows: waitsAgain }).then(async (keptWorkflows) => {
     process.off('message', onMessage)
     if (!waitsAgain()) {
+      if (keptWorkflows !== undefined) await retireWorkflows(keptWorkflows)
       // its forge run wanted it to stay, but it may not
       if (isDone() && process.connected) console.error(exitingLine(`worker ${process.pid}`, 1))
       return
     }
-    console.error(`worker ${process.pid}: served its run; now the warm worker of ${warmSocket}`)
-    awaitRunOnSocket(warmSocket, 1, () => process.disconnect())
+    console.error(`worker ${process.pid}: served its run; now the warm worker of ${warmSocket}${keptWorkflows?.running !== undefined ? ', its workflow worker polling on' : ''}`)
+    awaitRunOnSocket(warmSocket, 1, () => process.disconnect(), keptWorkflows)
   })
 }
 

@@ -119,7 +119,8 @@ describe('warm workers', () => {
     expect(first.status).toBe('completed')
     const pid = await warmWorker()
     expect(first.pids).toEqual([pid])
-    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`worker ${pid}: served its run; now the warm worker of ${warmSocketPath(stack.home, 0)}`)
+    // with the workflow worker the run made polling on, compiled hot by the run (not a prepared, never-polled one)
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`worker ${pid}: served its run; now the warm worker of ${warmSocketPath(stack.home, 0)}, its workflow worker polling on`)
     expect(readFileSync(warmPidPath(warmSocketPath(stack.home, 0)), 'utf8')).toBe(`${pid}\n`)
     expect(statSync(warmDir(stack.home)).mode & 0o777).toBe(0o700)
     expect(statSync(warmSocketPath(stack.home, 0)).mode & 0o777).toBe(0o600)
@@ -494,9 +495,11 @@ describe('warm workers', () => {
     const run = await runOn('warm-other-queue')
     expect(run.pids).toEqual([pid])
     expect(run.status).toBe('completed')
-    expect([...(await workflowTaskTakers(run.runId))]).toEqual([`${run.runId}-w0`])
-    // the workflow worker it made for the other queue was let go; waiting again, it makes one for this
-    // run's queue, and the next run's workflow tasks are served from it
+    // from a workflow worker on this run's queue (every slot was warm: forge run hosted none), named by
+    // its process as one that may outlive its run; the one it made for the other queue was let go
+    expect([...(await workflowTaskTakers(run.runId))]).toEqual([`${hostname()}-${pid}`])
+    expect(readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')).toContain(`warm worker ${pid}: served 1 run(s); waiting again, its workflow worker polling on`)
+    // waiting again, its workflow worker polls on, and the next run's workflow tasks are served from it
     const next = await runOn('warm-same-queue')
     expect(next.pids).toEqual([pid])
     expect([...(await workflowTaskTakers(next.runId))]).toEqual([`${hostname()}-${pid}`])
