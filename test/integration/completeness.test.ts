@@ -6,6 +6,12 @@
 import { Client, Connection } from '@temporalio/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RunStats } from '../../app/stats.js'
+import { MockActivityEnvironment } from '@temporalio/testing'
+import type { RunPlan } from '../../core/contracts/index.js'
+import { createLogger } from '../../engine/logger.js'
+import { connectBus, jetstream, waitForIngestedBacklog } from '../../store/bus.js'
+import { busReader } from '../../store/bus-reader.js'
+import { createReconcileActivities } from '../../workers/reconcile.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { makeSuite, removeTempSuites } from '../suites/temp-suite.js'
 
@@ -64,6 +70,44 @@ describe('a run ends checked against its plan', () => {
     // the record the check published, with its counts
     const [run] = sql<Record<string, unknown>>("SELECT status, planned_attempts, final_stored, missing_count, finished_at IS NOT NULL AS finished FROM runs FINAL WHERE run_id = 'whole-2'")
     expect(run).toEqual({ status: 'completed', planned_attempts: 10, final_stored: 10, missing_count: 0, finished: 1 })
+  })
+})
+
+describe('a completeness check killed after it published the final record, before it reported', () => {
+  it('is retried: the retry publishes the same record under the same msg id, and the store keeps the first alone', async () => {
+    const r = forge(['run', '--suite', 'smoke', '--attempts', '2', '--seed', 'done', '--run-id', 'checked-twice', '--json'], stack.env)
+    expect(r.status).toBe(0)
+    const rawFinal = () => sql<{ n: number; updated: string }>("SELECT count() AS n, toString(max(updated_at)) AS updated FROM runs WHERE run_id = 'checked-twice' AND status = 'completed' AND audit_head = ''")[0]!
+    const before = rawFinal()
+    expect(before.n).toBe(1)
+    // the run's plan, granted, as its workflow hands it to the check
+    const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
+    let plan: RunPlan
+    try {
+      const client = new Client({ connection, namespace: stack.config.temporal.namespace })
+      const { events } = await client.workflow.getHandle('forge-run-checked-twice').fetchHistory()
+      const [payload] = events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads!
+      plan = (JSON.parse(Buffer.from(payload!.data!).toString('utf8')) as { plan: RunPlan }).plan
+    } finally {
+      await connection.close()
+    }
+    // a worker's check, as the retries of one whose worker died after its publish went through run it
+    const nc = await connectBus(stack.endpoints.natsUrl, 'checked-twice', 'worker')
+    try {
+      const reader = busReader(nc)
+      const { checkCompleteness } = createReconcileActivities({ nc, js: jetstream(nc), reader, logger: createLogger('checked-twice', 'silent') })
+      const input = { run_id: 'checked-twice', task_ids: plan.task_ids, attempts: plan.attempts, final_record: { plan, rerun: 0, last_round: true } }
+      for (const attempt of [2, 3]) {
+        const answer = await new MockActivityEnvironment({ attempt }).run(checkCompleteness, input)
+        expect(answer).toMatchObject({ planned: 10, stored: 10, missing_count: 0, recorded: 'completed' })
+      }
+      expect((await waitForIngestedBacklog(nc, { timeoutMs: 30_000 })).caughtUp).toBe(true)
+    } finally {
+      await nc.drain()
+    }
+    // not one row more, not even before a merge: the bus dropped both as duplicates of the first
+    expect(rawFinal()).toEqual(before)
+    expect(sql<Record<string, unknown>>("SELECT status, final_stored, missing_count FROM runs FINAL WHERE run_id = 'checked-twice'")).toEqual([{ status: 'completed', final_stored: 10, missing_count: 0 }])
   })
 })
 
