@@ -98,8 +98,6 @@ export function noteInsertSuccess(stats: IngesterStats): void {
 
 export interface Ingester {
   stats: IngesterStats
-  /** the JIT warm-up's end, when it has one (never rejects) */
-  warmup?: Promise<IngesterWarmupReport>
   /** settles when consuming ended, whatever the reason (stop, or the consumer failed): its process should then exit */
   consuming: Promise<void>
   stop(): Promise<void>
@@ -146,7 +144,6 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
   })()
   return {
     stats,
-    ...(warmup !== undefined ? { warmup } : {}),
     consuming: loop,
     async stop() {
       stopping = true

@@ -246,7 +246,8 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
   let fuse: NodeJS.Timeout | undefined
   // the workflow worker this run polls with (the prepared one, or one it created), kept polling for the
   // process's next run when `keepWorkflows` says so as it stops: a warm worker's next run then starts on
-  // a workflow thread compiled hot, not on a prepared one that never ran a workflow (~70 ms of ramp, issue 15)
+  // the workflow thread that ran this run's workflows, not on a prepared one that never ran one (its
+  // first workflow task took ~80 ms against ~20 on a thread compiled hot, issue 15)
   let workflows: Worker | undefined = usable?.worker
   let keeping = false
   let kept = (): void => undefined
