@@ -161,7 +161,7 @@ export const SETTINGS = {
   }),
   warmWorkerWarmup: define({
     variable: 'FORGE_WARM_WORKER_WARMUP',
-    description: "A warm worker waiting for a run warms its JIT up with mock attempts (nothing published or stored) until it has run this many in all, a run's counted (0: off)",
+    description: "A warm worker waiting for a run warms its JIT up with mock attempts (nothing published or stored) until it has run this many in all, a run's counted, then its workflow worker with one warm-up workflow whose activities nothing runs (0: off)",
     fallback: 3000,
     defaultText: '3000',
     schema: wholeNumber(0, 1_000_000),

@@ -252,8 +252,39 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
     console.error(served > 0 ? `warm worker ${process.pid} waiting on ${path} for the next run` : `warm worker ${process.pid} loaded: waiting on ${path} for the next run`)
     listening()
     preparing = kept !== undefined ? Promise.resolve(kept) : prepareWarmWorkflows()
-    void preparing.then(() => warmUp(() => claimed || quitting, (started) => (warmup = started)))
+    const cancelled = (): boolean => claimed || quitting
+    void preparing.then(async (workflows) => {
+      const jit = await warmUp(cancelled, (started) => (warmup = started))
+      await jit?.done
+      // then its workflow worker, when it polls between runs (app/workflow-warmup.ts)
+      if (workflows?.running !== undefined && !cancelled()) await warmUpWorkflows(workflows)
+    })
   })
+}
+
+/** the process ran its workflow warm-up already: once is enough (its workflow worker stays for its next runs) */
+let workflowsWarmed = false
+
+/**
+ * Runs one warm-up workflow on a waiting warm worker's polling workflow worker (app/workflow-warmup.ts),
+ * once per process and when FORGE_WARM_WORKER_WARMUP is not 0; says how it went.
+ */
+async function warmUpWorkflows(workflows: PreparedWorkflows): Promise<void> {
+  if (workflowsWarmed) return
+  try {
+    if (readSetting('warmWorkerWarmup') === 0) return
+  } catch {
+    return
+  }
+  workflowsWarmed = true
+  try {
+    const config = resolveConfig()
+    const { warmUpWorkflowWorker } = await import('../app/workflow-warmup.js')
+    const report = await warmUpWorkflowWorker(workflows.connection, { namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue })
+    console.error(`warm worker ${process.pid}: workflow warm-up ${report.workflow_id} scheduled ${report.scheduled} batch activities nobody runs, in ${Math.round(report.ms)} ms`)
+  } catch (error) {
+    console.error(`warm worker ${process.pid}: no workflow warm-up (${(error as Error).message}); the next run compiles its workflow code itself`)
+  }
 }
 
 /**
@@ -262,32 +293,33 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
  * or when the process has run enough attempts already. Loaded only then: a worker's start-up does not
  * load the planner it needs.
  */
-async function warmUp(cancelled: () => boolean, started: (warmup: JitWarmup) => void): Promise<void> {
-  if (cancelled()) return
+async function warmUp(cancelled: () => boolean, started: (warmup: JitWarmup) => void): Promise<JitWarmup | undefined> {
+  if (cancelled()) return undefined
   let target: number
   try {
     target = readSetting('warmWorkerWarmup')
   } catch (error) {
     console.error(`warm worker ${process.pid}: no JIT warm-up (${(error as Error).message})`)
-    return
+    return undefined
   }
-  if (target === 0) return
+  if (target === 0) return undefined
   // a worker compiled hot by the runs it served does not load the planner for nothing
   if (attemptsRunInThisProcess() >= target) {
     console.error(`warm worker ${process.pid}: no JIT warm-up: it has run ${attemptsRunInThisProcess()} attempt(s) (FORGE_WARM_WORKER_WARMUP ${target})`)
-    return
+    return undefined
   }
   const { startJitWarmup } = await import('../app/jit-warmup.js')
   // claimed (or stopping) while the planner loaded: the run has the process now
-  if (cancelled()) return
+  if (cancelled()) return undefined
   const warmup = startJitWarmup(target)
-  if (warmup === undefined) return
+  if (warmup === undefined) return undefined
   started(warmup)
   console.error(`warm worker ${process.pid}: JIT warm-up while it waits, ${warmup.planned} mock attempt(s) (FORGE_WARM_WORKER_WARMUP ${target} in all)`)
   void warmup.done.then((report) => {
     if (report.error !== undefined) console.error(`warm worker ${process.pid}: JIT warm-up failed after ${report.attempts} attempt(s) (${report.error}); the next run compiles the code itself`)
     else if (!report.stopped) console.error(`warm worker ${process.pid}: JIT warm-up ran ${report.attempts} attempt(s) in ${Math.round(report.ms)} ms (nothing published)`)
   })
+  return warmup
 }
 
 /**

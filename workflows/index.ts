@@ -2,3 +2,4 @@
 export { RunWorkflow, ShardWorkflow } from './run.js'
 export { SequentialTaskWorkflow } from './sequential.js'
 export { SweepWorkflow } from './sweep.js'
+export { WarmupWorkflow } from './warmup.js'

@@ -571,8 +571,29 @@ describe("a warm worker's JIT warm-up (FORGE_WARM_WORKER_WARMUP)", () => {
         // it ran the run's 10 attempts: 290 more make its 300
         expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up while it waits, 290 mock attempt(s) (FORGE_WARM_WORKER_WARMUP 300 in all)`))).toBe(true)
         expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up ran 290 attempt(s)`), 60_000)).toBe(true)
+        // then its workflow worker (polling on since the run): one warm-up workflow, taken by it, whose
+        // batch activities went to a queue no worker polls and never ran (app/workflow-warmup.ts)
+        const said = new RegExp(`warm worker ${pid}: workflow warm-up (forge-warmup-\\S+) scheduled (\\d+) batch activities nobody runs`)
+        expect(await until(() => said.test(log()), 60_000)).toBe(true)
+        const [, warmupId, scheduled] = said.exec(log())!
+        expect(Number(scheduled)).toBeGreaterThan(0)
+        const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
+        try {
+          const client = new Client({ connection, namespace: stack.config.temporal.namespace })
+          const handle = client.workflow.getHandle(warmupId!)
+          expect(await handle.result()).toEqual({ scheduled: Number(scheduled) })
+          const { events } = await handle.fetchHistory()
+          expect(new Set(events!.flatMap((e) => e.workflowTaskStartedEventAttributes?.identity ?? []))).toEqual(new Set([`${hostname()}-${pid}`]))
+          const queues = events!.flatMap((e) => e.activityTaskScheduledEventAttributes?.taskQueue?.name ?? [])
+          expect(queues).toHaveLength(Number(scheduled))
+          expect(new Set(queues)).toEqual(new Set([`${warmupId!}-void`]))
+          // EVENT_TYPE_ACTIVITY_TASK_STARTED / _COMPLETED: none ran
+          expect(events!.filter((e) => e.eventType === 11 || e.eventType === 12)).toEqual([])
+        } finally {
+          await connection.close()
+        }
         await nc.flush()
-        // the bus carried the run's 10 attempts and its progress, nothing of the warm-up's
+        // the bus carried the run's 10 attempts and its progress, nothing of either warm-up's
         expect(seen.attempts.size).toBe(10)
         expect([...seen.progress]).toEqual([`forge.progress.${first.runId}`])
         attempts.unsubscribe()
@@ -582,6 +603,8 @@ describe("a warm worker's JIT warm-up (FORGE_WARM_WORKER_WARMUP)", () => {
         // 310 attempts run: no second warm-up
         expect(await until(() => log().includes(`warm worker ${pid}: no JIT warm-up: it has run 310 attempt(s) (FORGE_WARM_WORKER_WARMUP 300)`))).toBe(true)
         expect(log().split(`warm worker ${pid}: JIT warm-up while it waits`).length - 1).toBe(1)
+        // and its workflow worker was warmed up once: the process keeps it
+        expect(log().split(`warm worker ${pid}: workflow warm-up `).length - 1).toBe(1)
       } finally {
         await nc.drain()
       }
