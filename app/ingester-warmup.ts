@@ -33,7 +33,7 @@ interface ThreadSample {
 }
 
 /** The result messages of ATTEMPTS_PER_TASK mock attempts of each smoke task (one per attempt: its result with its stored trace), made in this thread. */
-export async function sampleResultMessages(resultsKey: string | undefined): Promise<ThreadSample[]> {
+async function sampleResultMessages(resultsKey: string | undefined): Promise<ThreadSample[]> {
   const [{ resolveConfig }, { createLogger }, { runEngineLoop }, { signResultsWith }] = await Promise.all([import('../config/index.js'), import('../engine/logger.js'), import('./engine-loop.js'), import('../store/bus.js')])
   // signed as a worker signs them: the ingester checks them as it checks a worker's
   signResultsWith(resultsKey)

@@ -29,7 +29,7 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   const serveQueries = location.kind === 'embedded'
   // reads get a connection of their own: chDB runs one statement at a time per connection
   const queryStore = serveQueries ? await openClickHouse(location) : undefined
-  // its JIT warm-up on sample messages of this build (made in a thread: app/ingester-warmup.ts), until the first real one
+  // its JIT warm-up on sample messages of this build (made in a thread: app/ingester-warmup.ts), paused while results come in
   const warmupMessages = readSetting('ingesterWarmup', env)
   const warmup = warmupMessages > 0 ? { messages: warmupMessages, samples: async () => (await import('../app/ingester-warmup.js')).sampleResultMessagesInThread(key) } : undefined
   const ingester = await startIngester({ nc, store, logger, serveQueries, ...(key !== undefined ? { resultsKey: key } : {}), ...(queryStore !== undefined ? { queryStore } : {}), ...(warmup !== undefined ? { warmup } : {}) })

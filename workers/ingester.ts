@@ -53,22 +53,6 @@ export interface WarmupSample {
   headers?: MsgHdrs
 }
 
-export interface IngesterWarmupReport {
-  /** sample messages run through the ingest path */
-  messages: number
-  /** real messages the ingester handled meanwhile (they count towards the warm-up's total) */
-  handled: number
-  /** how often it waited for results coming in */
-  paused: number
-  ms: number
-  /** the ingester stopped before the warm-up was done */
-  stopped: boolean
-  /** samples the ingest path rejected (none, unless the samples and the ingester disagree on a contract) */
-  rejected: number
-  /** why it did not run (the samples could not be made) */
-  error?: string
-}
-
 export interface IngesterStats {
   inserted_attempts: number
   inserted_runs: number
@@ -163,7 +147,7 @@ export async function startIngester(opts: IngesterOptions): Promise<Ingester> {
 /** sample messages per warm-up batch (~20 ms): the event loop (a real message, a store query) runs between two */
 const WARMUP_BATCH = 100
 /** the JIT warm-up waits while results come in, until the stream has been quiet this long */
-export const WARMUP_QUIET_MS = 1_000
+const WARMUP_QUIET_MS = 1_000
 
 /**
  * The ingester's JIT warm-up (IngesterOptions.warmup): `ingestBatch` and the grading lane, as a real
@@ -180,24 +164,27 @@ async function warmUpIngestPath(
   stopping: () => boolean,
   stopped: Promise<void>,
   logger: Logger,
-): Promise<IngesterWarmupReport> {
+): Promise<void> {
   const started = performance.now()
   const stats: IngesterStats = { inserted_attempts: 0, inserted_runs: 0, rejected: 0, batches: 0, insert_failures: 0, trimmed_messages: 0 }
   let samples: WarmupSample[] | undefined
   try {
     samples = await Promise.race([warmup.samples(), stopped.then(() => undefined)])
-    if (samples === undefined) return { messages: 0, handled: traffic.handled, paused: 0, ms: performance.now() - started, stopped: true, rejected: 0 }
+    // stopped while the samples were made
+    if (samples === undefined) return
     if (samples.length === 0) throw new Error('no sample messages')
   } catch (error) {
-    const report = { messages: 0, handled: traffic.handled, paused: 0, ms: performance.now() - started, stopped: false, rejected: 0, error: error instanceof Error ? error.message : String(error) }
-    logger.warn({ ...processFields('ingest'), error: report.error }, 'no JIT warm-up: its sample messages could not be made; the first run compiles the ingest path itself')
-    return report
+    logger.warn({ ...processFields('ingest'), error: error instanceof Error ? error.message : String(error) }, 'no JIT warm-up: its sample messages could not be made; the first run compiles the ingest path itself')
+    return
   }
   const store = discardingStore()
   const quiet = createLogger('ingester-warmup', 'silent')
   let firstProblem: string | undefined
   const onReject = (problem: string): void => void (firstProblem ??= problem)
-  const grading = createGradingLane(store, quiet, batchSize, 0, stats, (_msg, problem) => ((stats.rejected += 1), onReject(problem)))
+  const grading = createGradingLane(store, quiet, batchSize, 0, stats, (_msg, problem) => {
+    stats.rejected++
+    onReject(problem)
+  })
   const deps: BatchDeps = { store, logger: quiet, stats, grading, resultsKey, onReject }
   let messages = 0
   let paused = 0
@@ -220,12 +207,11 @@ async function warmUpIngestPath(
     messages += batch.length
     await new Promise((resolve) => setImmediate(resolve))
   }
-  const report = { messages, handled: traffic.handled, paused, ms: performance.now() - started, stopped: messages + traffic.handled < warmup.messages, rejected: stats.rejected }
-  const said = { ...processFields('ingest'), messages, handled: report.handled, paused, ms: Math.round(report.ms), stopped: report.stopped, rejected: report.rejected }
+  const stoppedEarly = messages + traffic.handled < warmup.messages
+  const said = { ...processFields('ingest'), messages, handled: traffic.handled, paused, ms: Math.round(performance.now() - started), stopped: stoppedEarly, rejected: stats.rejected }
   // a sample the ingester rejects is one it would reject from a worker of this build: a contract gone astray
-  if (report.rejected > 0) logger.error({ ...said, problem: firstProblem }, 'JIT warm-up: the ingest path rejected sample messages of this build')
-  else logger.info(said, report.stopped ? 'JIT warm-up stopped with the ingester' : 'JIT warm-up done: sample messages through the ingest path (nothing stored)')
-  return report
+  if (stats.rejected > 0) logger.error({ ...said, problem: firstProblem }, 'JIT warm-up: the ingest path rejected sample messages of this build')
+  else logger.info(said, stoppedEarly ? 'JIT warm-up stopped with the ingester' : 'JIT warm-up done: sample messages through the ingest path (nothing stored)')
 }
 
 const sampleDecoder = new TextDecoder()
