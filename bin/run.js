@@ -10,5 +10,5 @@ if (!(major >= MIN_NODE_MAJOR)) {
 }
 process.env.OCLIF_DISABLE_ENGINE_WARNING ??= '1'
 
-const { execute } = await import('@oclif/core')
+const { execute } = await import('../dist/cli-bundle/oclif.js')
 await execute({ dir: import.meta.url })
