@@ -219,8 +219,8 @@ const cache = new Map<string, Map<string, Promise<LoadedSuite>>>()
  * it was when that process first needed it for the run, and the next run loads it again, so a task
  * edited between two runs is never served stale by a process that lives on (a fleet worker, a warm
  * worker that serves run after run). A reload with the same content returns the suite already loaded
- * (its tasks, tools and invariants are the same objects). The last SUITE_CACHE_RUNS runs are kept; a
- * failed load is not.
+ * (its tasks, tools and invariants are the same objects), found by hashing the suite's files without
+ * parsing them. The last SUITE_CACHE_RUNS runs are kept; a failed load is not.
  */
 export function loadSuiteCached(ref: string, runId = '', cwd: string = process.cwd()): Promise<LoadedSuite> {
   const suitePath = resolveSuitePath(ref, cwd)
@@ -233,13 +233,23 @@ export function loadSuiteCached(ref: string, runId = '', cwd: string = process.c
   const cached = ofRun.get(suitePath)
   if (cached !== undefined) return cached
   const others = [...cache.values()].flatMap((suites) => suites.get(suitePath) ?? [])
-  const loading = loadSuite(suitePath, cwd).then(async (fresh) => {
-    for (const other of others) {
-      const known = await other.catch(() => undefined)
-      if (known?.contentHash === fresh.contentHash) return known
+  const loading = (async () => {
+    // content this process has loaded from this path already: that suite, without parsing and
+    // validating it again (a warm worker's every run; ~5 ms before its first attempt, issue 15)
+    const known = async (hash: string | undefined): Promise<LoadedSuite | undefined> => {
+      for (const other of others) {
+        const suite = await other.catch(() => undefined)
+        if (suite !== undefined && suite.contentHash === hash) return suite
+      }
+      return undefined
     }
-    return fresh
-  })
+    if (others.length > 0) {
+      const same = await known(await suiteContentHash(suitePath).catch(() => undefined))
+      if (same !== undefined) return same
+    }
+    const fresh = await loadSuite(suitePath, cwd)
+    return (await known(fresh.contentHash)) ?? fresh
+  })()
   const suites = ofRun
   suites.set(suitePath, loading)
   loading.catch(() => suites.delete(suitePath))
@@ -459,6 +469,15 @@ function manifestPathProblems(suitePath: string, manifest: SuiteManifest): Suite
     if (!inside(real)) problems.push({ file: MANIFEST_FILE, path: field, message: `"${value}" leads through a symlink to ${real}, outside the suite directory ${realRoot}` })
   }
   return problems
+}
+
+/**
+ * The content hash `loadSuite` gives the suite at `suitePath` (LoadedSuite.contentHash), without
+ * parsing or validating it; undefined when a file of it lies outside it (loadSuite refuses those).
+ */
+export async function suiteContentHash(suitePath: string): Promise<string | undefined> {
+  const contained = await suiteFiles(suitePath)
+  return contained.problems.length > 0 ? undefined : hashFiles(suitePath, contained.files)
 }
 
 async function hashFiles(root: string, files: readonly string[]): Promise<string> {

@@ -2,7 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
+import YAML from 'yaml'
 import { loadSuite, loadSuiteCached, packageRoot, resolveSuitePath, SUITE_CACHE_RUNS } from '../../engine/suite-loader.js'
 import { SuiteLoadError } from '../../engine/errors.js'
 import { BASELINE, makeSuite, removeTempSuites } from './temp-suite.js'
@@ -56,9 +57,18 @@ describe('loadSuite on a valid suite', () => {
   it("loads the suite again for the next run: a task edited between two runs is never served stale, unchanged content is shared", async () => {
     const dir = makeSuite()
     const before = await loadSuiteCached(dir, 'run-1')
-    // the same content for another run: the very objects already loaded
-    expect(await loadSuiteCached(dir, 'run-2')).toBe(before)
-    writeFileSync(path.join(dir, 'tasks', 'alpha.yaml'), alpha.replace(/^instruction: .*$/m, 'instruction: Say it twice.'))
+    // the same content for another run: the very objects already loaded, found by the content's hash
+    // without parsing a file again
+    const parses = vi.spyOn(YAML, 'parseDocument')
+    try {
+      expect(await loadSuiteCached(dir, 'run-2')).toBe(before)
+      expect(parses).not.toHaveBeenCalled()
+      writeFileSync(path.join(dir, 'tasks', 'alpha.yaml'), alpha.replace(/^instruction: .*$/m, 'instruction: Say it twice.'))
+      await loadSuiteCached(dir, 'run-3')
+      expect(parses).toHaveBeenCalled()
+    } finally {
+      parses.mockRestore()
+    }
     const after = await loadSuiteCached(dir, 'run-3')
     expect(after.contentHash).not.toBe(before.contentHash)
     expect(after.tasks.find((t) => t.id === 'alpha')?.instruction).toBe('Say it twice.')
