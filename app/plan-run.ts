@@ -15,12 +15,11 @@ import { estimateRunCost, heuristicUsage, type CostEstimate } from '../core/esti
 import { isJudgeSpec } from '../core/graders/index.js'
 import { judgeStamps } from '../core/judging.js'
 import type { PriceTable } from '../core/pricing.js'
-import type { LoadedSuite } from '../core/plugins.js'
 import { validateAdapterConfig } from '../engine/adapters/index.js'
 import { buildInvocationPayload } from '../engine/invocation-payload.js'
 import { loadPriceTable } from '../engine/llm/price-table.js'
 import { secretRefsMissing } from '../engine/secrets.js'
-import { loadSuite } from '../engine/suite-loader.js'
+import { loadSuitePlan, suitePlanCacheDir, type SuitePlan } from '../engine/suite-plan.js'
 import { sandboxRequested } from '../engine/sandbox/config.js'
 import { SandboxUnavailableError } from '../engine/sandbox/errors.js'
 import { sandboxSupport } from '../engine/sandbox/host.js'
@@ -63,7 +62,7 @@ const MAX_FILLED_LANES = 50
 
 export interface PlannedRun {
   run: RunConfig
-  suite: LoadedSuite
+  suite: SuitePlan
   tasks: Task[]
   priceTable: PriceTable
   plan: RunPlan
@@ -71,8 +70,12 @@ export interface PlannedRun {
   localModel: RunModels['local']
 }
 
-/** Validates the configuration and the suite, loads the price table and builds the plan; starts nothing. */
-export async function planRun(config: ForgeConfig, input: RunConfigInput): Promise<PlannedRun> {
+/**
+ * Validates the configuration and the suite, loads the price table and builds the plan; starts
+ * nothing. The suite comes from FORGE_HOME's cache of planned suites when its content was planned
+ * before (engine/suite-plan.ts); `suiteCache: 'read'` leaves the cache as it is (a dry run writes nothing).
+ */
+export async function planRun(config: ForgeConfig, input: RunConfigInput, opts: { suiteCache?: 'read' | 'read-write' } = {}): Promise<PlannedRun> {
   const parsed = parseRunConfig(input)
   // `--model local` / `--judge-model local`: one GGUF file, recorded as local:<name>
   const models = resolveRunModels({ ...parsed.adapter_config }, parsed.judge)
@@ -83,7 +86,7 @@ export async function planRun(config: ForgeConfig, input: RunConfigInput): Promi
   // this run's workers inherit this environment: a secret they could not resolve fails now, not on every attempt
   const unresolved = secretRefsMissing(run.adapter_config, process.env)
   if (unresolved.length > 0) throw new ConfigError(`--adapter-config names secrets this machine does not have: ${unresolved.join('; ')}`)
-  const suite = await loadSuite(run.suite)
+  const suite = await loadSuitePlan(run.suite, { cacheDir: suitePlanCacheDir(config.home), readOnly: opts.suiteCache === 'read' })
   const tasks = selectTasks(suite.tasks, run.task_ids, suite.path)
   checkPlannedAttempts(tasks.length, run.attempts, suite.path)
   // absolute, so any worker finds it; a bad table is a PriceTableError (exit code 2) naming the file
@@ -191,7 +194,7 @@ export interface DryRunReport {
  * the estimate; else payload sizes do.
  */
 export async function dryRun(config: ForgeConfig, input: RunConfigInput): Promise<DryRunReport> {
-  const { suite, tasks, plan, priceTable } = await planRun(config, input)
+  const { suite, tasks, plan, priceTable } = await planRun(config, input, { suiteCache: 'read' })
   const model = typeof plan.adapter_config['model'] === 'string' ? plan.adapter_config['model'] : plan.adapter
   const observed = await readObservedUsage(config, suite.name, model)
   const estimate = estimateRunCost({

@@ -4,10 +4,9 @@
  * runner's environments, sandbox, gateway and tool proxy into the CLI.
  */
 import { InvocationPayload, type Task, type ToolSpec } from '../core/contracts/index.js'
-import type { LoadedSuite } from '../core/plugins.js'
 
 /** The only thing the agent receives: instruction, input, allowlisted tool specs, denylist, budget. */
-export function buildInvocationPayload(task: Task, suite: LoadedSuite): InvocationPayload {
+export function buildInvocationPayload(task: Task, suite: { name: string; tools: ReadonlyMap<string, ToolSpec> }): InvocationPayload {
   const tools: ToolSpec[] = task.tools.map((name) => {
     const tool = suite.tools.get(name)
     if (tool === undefined) throw new Error(`task "${task.id}" allows tool "${name}", which suite "${suite.name}" does not define`)
