@@ -65,7 +65,8 @@ describe('the CLI bundle', () => {
 
   it('finds files from the package root, never beside a chunk', () => {
     // each known use: a package-root walk, a require for chDB's CommonJS connection, the worker's
-    // bundle-aware path, the ingester's main-module check, code generated for agents' modules
+    // bundle-aware path, the ingester's main-module check, code generated for agents' modules, and
+    // the suite-plan cache's stamp: when the module itself was built (its own file, found nowhere else)
     const allowed = [
       /let dir = dirname\(fileURLToPath\(import\.meta\.url\)\);/,
       /cannot find Forge's package root above \$\{fileURLToPath\(import\.meta\.url\)\}/,
@@ -75,6 +76,7 @@ describe('the CLI bundle', () => {
       /import\.meta\.url\.includes\("\/dist\/cli-bundle\/"\) \? distEntry\(relative\)/,
       /if \(import\.meta\.url === `file:\/\/\$\{process\.argv\[1\]\}`\)/,
       /readFileSync\(new URL\('\.\/adversarial\.json', import\.meta\.url\), 'utf8'\)/,
+      /built = statSync\(fileURLToPath\(import\.meta\.url\)\)\.mtimeMs;/,
     ]
     const unknown: string[] = []
     for (const f of files) {
