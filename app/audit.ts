@@ -119,7 +119,7 @@ export async function storeGradingAuditEntries(config: ForgeConfig, entries: rea
  * regrades and resolutions) and stores the head on a new version of the run record, signed with
  * FORGE_AUDIT_KEY when it is set. Sealing again adds only what is new.
  */
-export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: string | undefined; now?: () => number } = {}): Promise<SealReport> {
+export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: string | undefined; now?: () => number; run?: RunRecord } = {}): Promise<SealReport> {
   const key = opts.key ?? readSetting('auditKey')
   const now = opts.now ?? Date.now
   const reader = await openReader(config)
@@ -127,7 +127,8 @@ export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: 
   let chain: AuditLink[]
   let entries: AuditEntryHead[]
   try {
-    ;[run, chain, entries] = await Promise.all([getRun(reader, runId), auditChain(reader, runId), auditEntryHeads(reader, runId)])
+    // `opts.run`: the run's stored record as the caller just read it (forge run, after its final record landed)
+    ;[run, chain, entries] = await Promise.all([opts.run ?? getRun(reader, runId), auditChain(reader, runId), auditEntryHeads(reader, runId)])
   } finally {
     await reader.close()
   }

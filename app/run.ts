@@ -6,7 +6,7 @@
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { readSetting, settingsEnv, type ForgeConfig } from '../config/index.js'
-import type { RunPlan, Task } from '../core/contracts/index.js'
+import type { RunPlan, RunRecord, Task } from '../core/contracts/index.js'
 import { describeCompleteness, describeHarnessErrors, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import { ConfigError, ForgeError } from '../core/errors.js'
 import { checkTaskSizes, formatBytes } from '../core/message-size.js'
@@ -26,6 +26,7 @@ import { refuseReusedRunId } from './run-id.js'
 import { openRunTemporal, TemporalWorkflowEndedError, type RunHandle, type RunTemporal } from './run-temporal.js'
 import { openReader } from './store-access.js'
 import { getRunStats, type RunStats } from './stats.js'
+import { DEFAULT_KS } from '../core/report.js'
 import { maxLocalWorkerProcesses, startWorkerPool, WorkerStartError, workerLayout, workerLayoutNote } from './worker-pool.js'
 import { adoptWarmWorkers, discardPreforked, preforkWorkers, settleLoadingClaims } from './worker-prefork.js'
 import { runWorkflowHost } from './workflow-host.js'
@@ -234,15 +235,17 @@ export async function reportRun(config: ForgeConfig, plan: RunPlan, result: RunW
     // the completeness check already waited for the store; the final run record may still be on its way
     const checked = result.completeness !== undefined && result.completeness.unchecked === undefined
     const published = result.completeness?.stored ?? Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
-    await waitForStorage(reader, plan.run_id, { published, counted: checked }, ingestTimeoutMs, onEvent)
+    const stored = await waitForStorage(reader, plan.run_id, { published, counted: checked }, ingestTimeoutMs, onEvent)
     const judged = result.tally.judged ?? 0
+    // the final record the wait read: the statistics and the seal do not read it again (~6 ms each)
+    const known = stored.run !== undefined && stored.run.status !== 'running' ? { run: stored.run } : {}
     // every stored result is hash-linked into the run's chain; its head goes on the run record.
     // A checked run's store held every attempt it published, audit entries included, before its workflow
     // returned (the check waited until the ingester had stored the whole results stream): the statistics
     // and the seal (different tables) are read at once, and the seal does not count the entries first.
     // Otherwise the seal waits for the audit entries of the attempts the statistics found.
     const [stats, audit] = checked
-      ? await Promise.all([getRunStats(reader, plan.run_id), sealRun(config, plan.run_id)])
+      ? await Promise.all([getRunStats(reader, plan.run_id, DEFAULT_KS, known), sealRun(config, plan.run_id, known)])
       : await getRunStats(reader, plan.run_id).then(async (s) => [s, await sealRunWhenStored(config, plan.run_id, { attempts: s.attempts, judged }, ingestTimeoutMs)] as const)
     return {
       ...stats,
@@ -431,12 +434,14 @@ async function waitForStorage(
   attempts: { published: number; counted: boolean },
   timeoutMs: number,
   onEvent: (event: RunEvent) => void,
-): Promise<void> {
+): Promise<{ run?: RunRecord }> {
   const { published, counted } = attempts
   let last = 0
+  let record: RunRecord | undefined
   const count = async () => {
     try {
       const [stored, run] = await Promise.all([counted ? published : countAttempts(reader, runId), getRun(reader, runId)])
+      record = run
       // the run's final record travels the same stream; count it as stored once it landed
       last = run?.status === 'running' || run === undefined ? Math.min(stored, published - 1) : stored
     } catch {
@@ -457,6 +462,7 @@ async function waitForStorage(
     stored = await count()
   }
   if (stored < published) onEvent({ kind: 'ingesting', stored, expected: published })
+  return record !== undefined ? { run: record } : {}
 }
 
 /** Waits (at most `timeoutMs`: a run terminated from outside records nothing) until the store holds the run's record as ended. */

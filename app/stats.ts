@@ -50,8 +50,9 @@ export interface RunStats {
   families?: FamilyFigures[]
 }
 
-export async function getRunStats(reader: StoreReader, runId: string, ks: readonly number[] = DEFAULT_KS): Promise<RunStats> {
-  const [run, rows, aggregates] = await Promise.all([getRun(reader, runId), outcomeCounts(reader, runId), runAggregates(reader, runId)])
+/** The statistics of a stored run; `known.run`: its record as the caller just read it (not read again). */
+export async function getRunStats(reader: StoreReader, runId: string, ks: readonly number[] = DEFAULT_KS, known: { run?: RunRecord } = {}): Promise<RunStats> {
+  const [run, rows, aggregates] = await Promise.all([known.run ?? getRun(reader, runId), outcomeCounts(reader, runId), runAggregates(reader, runId)])
   const breakdown = new Map<string, { outcomes: Record<string, number>; failure_buckets: Record<string, number> }>()
   const outcomes: Record<string, number> = {}
   const failure_buckets: Record<string, number> = {}
