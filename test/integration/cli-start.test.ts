@@ -12,7 +12,7 @@ import { packageRoot } from '../../stack/paths.js'
 const bin = join(packageRoot(), 'bin', 'run.js')
 
 /** Runs bin/run.js with `args` in a node that reports `nodeVersion` (when given), and lists what it loaded from node_modules. */
-function start(args: string[], opts: { nodeVersion?: string; env?: NodeJS.ProcessEnv } = {}) {
+function start(args: string[], opts: { nodeVersion?: string } = {}) {
   const script = [
     "import { createRequire } from 'node:module'",
     'const require = createRequire(import.meta.url)',
@@ -21,7 +21,7 @@ function start(args: string[], opts: { nodeVersion?: string; env?: NodeJS.Proces
     `process.argv = [process.argv[0], ${JSON.stringify(bin)}, ...${JSON.stringify(args)}]`,
     `await import(${JSON.stringify(bin)})`,
   ].join('\n')
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, ...opts.env }, cwd: packageRoot() })
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: packageRoot() })
   const loaded = JSON.parse(/\nloaded: (.*)\n/.exec(r.stderr)?.[1] ?? 'null') as string[] | null
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, loaded }
 }
