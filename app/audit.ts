@@ -12,13 +12,11 @@ import type { AttemptRegrade, AuditRecord, ReviewResolution, RunRecord } from '.
 import type { AuditEntryHead } from '../core/audit.js'
 import { ConfigError } from '../core/errors.js'
 import { auditChain, auditEntries, auditEntryHeads, auditRowsOfRun, countAuditEntries, countAuditLinks, insertAuditRecords, regradeAuditRows, regradeKey, resolutionAuditRows } from '../store/audit.js'
-import { connectBus, jetstream, publishAuditRecord, publishRunRecord, waitForIngestedBacklog } from '../store/bus.js'
+import { connectBus, jetstream, publishAuditRecord, publishRunRecord, waitForIngestedBacklog, type NatsConnection } from '../store/bus.js'
 import { busReader } from '../store/bus-reader.js'
 import { openClickHouse, type StoreReader } from '../store/clickhouse.js'
 import { StoreError } from '../store/errors.js'
-import { migrate } from '../store/migrations.js'
 import { getRun, insertRuns } from '../store/repositories.js'
-import { newestRunId } from './compare.js'
 import { currentEndpoints } from '../stack/local-stack.js'
 import { openReader } from './store-access.js'
 
@@ -42,9 +40,13 @@ export function gradingAuditEntries(records: { regrades?: readonly AttemptRegrad
   ]
 }
 
-/** Stores audit entries and links, and a run record, where the store's writer is; returns once they are readable. */
-async function writeAudit(config: ForgeConfig, record: AuditRecord, run: RunRecord | undefined, stored: (reader: StoreReader) => Promise<boolean>, id: string): Promise<void> {
+/**
+ * Stores audit entries and links, and a run record, where the store's writer is; returns once they are
+ * readable. `bus`: a connection to the local stack's bus this process holds already (left open).
+ */
+async function writeAudit(config: ForgeConfig, record: AuditRecord, run: RunRecord | undefined, stored: (reader: StoreReader) => Promise<boolean>, id: string, bus?: NatsConnection): Promise<void> {
   const direct = async (location: Parameters<typeof openClickHouse>[0]): Promise<void> => {
+    const { migrate } = await import('../store/migrations.js')
     const client = await openClickHouse(location)
     try {
       await migrate(client)
@@ -57,7 +59,7 @@ async function writeAudit(config: ForgeConfig, record: AuditRecord, run: RunReco
   if (config.clickhouseUrl) return direct({ kind: 'server', url: config.clickhouseUrl })
   const endpoints = currentEndpoints(config)
   if (!endpoints.ingesterRunning || !endpoints.natsUrl) return direct({ kind: 'embedded', path: config.storePath })
-  const nc = await connectBus(endpoints.natsUrl, 'forge-audit')
+  const nc = bus ?? (await connectBus(endpoints.natsUrl, 'forge-audit'))
   try {
     const js = jetstream(nc)
     // in pieces that stay well under NATS's 1 MiB message limit
@@ -77,7 +79,7 @@ async function writeAudit(config: ForgeConfig, record: AuditRecord, run: RunReco
       await sleep(20)
     }
   } finally {
-    await nc.drain().catch(() => undefined)
+    if (bus === undefined) await nc.drain().catch(() => undefined)
   }
 }
 
@@ -119,10 +121,10 @@ export async function storeGradingAuditEntries(config: ForgeConfig, entries: rea
  * regrades and resolutions) and stores the head on a new version of the run record, signed with
  * FORGE_AUDIT_KEY when it is set. Sealing again adds only what is new.
  */
-export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: string | undefined; now?: () => number; run?: RunRecord } = {}): Promise<SealReport> {
+export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: string | undefined; now?: () => number; run?: RunRecord; bus?: NatsConnection } = {}): Promise<SealReport> {
   const key = opts.key ?? readSetting('auditKey')
   const now = opts.now ?? Date.now
-  const reader = await openReader(config)
+  const reader = await openReader(config, opts)
   let run: RunRecord | undefined
   let chain: AuditLink[]
   let entries: AuditEntryHead[]
@@ -152,6 +154,7 @@ export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: 
       return stored?.audit_head === head && count === chain.length + links.length
     },
     `audit-seal-${runId}-${head}`,
+    opts.bus,
   )
   return { run_id: runId, head, signature, links: chain.length + links.length, added: links.length }
 }
@@ -161,8 +164,8 @@ export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: 
  * and `stored.judged` judge outcomes of the run (the ingester stores them on its grading lane), then
  * seals it.
  */
-export async function sealRunWhenStored(config: ForgeConfig, runId: string, stored: { attempts: number; judged: number }, timeoutMs: number): Promise<SealReport> {
-  const reader = await openReader(config)
+export async function sealRunWhenStored(config: ForgeConfig, runId: string, stored: { attempts: number; judged: number }, timeoutMs: number, opts: { bus?: NatsConnection } = {}): Promise<SealReport> {
+  const reader = await openReader(config, opts)
   try {
     const deadline = Date.now() + timeoutMs
     const landed = async (): Promise<boolean> =>
@@ -171,7 +174,7 @@ export async function sealRunWhenStored(config: ForgeConfig, runId: string, stor
   } finally {
     await reader.close()
   }
-  return sealRun(config, runId)
+  return sealRun(config, runId, opts)
 }
 
 /** `forge audit verify`: recomputes the run's chain, entries and rows from the store; the run is the newest when not given. */
@@ -179,7 +182,7 @@ export async function verifyRun(config: ForgeConfig, runId: string | undefined, 
   const key = opts.key ?? readSetting('auditKey')
   const reader = await openReader(config)
   try {
-    const id = runId ?? (await newestRunId(reader))
+    const id: string = runId ?? (await (await import('./compare.js')).newestRunId(reader))
     const run = await getRun(reader, id)
     if (run === undefined) throw new ConfigError(`no run ${id} in the store (forge runs list shows the stored runs)`)
     const [links, entries] = await Promise.all([auditChain(reader, id), auditEntries(reader, id)])

@@ -6,7 +6,6 @@
 import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import YAML from 'yaml'
 import { FaultKind, FaultMode, FaultPlan, FaultProfile, FaultTarget, type FaultProfileInput } from '../core/contracts/index.js'
 import { FAULT_KINDS, nominalRate, profileFromShorthand, profileIdentity, profileMode } from '../core/faults.js'
 import { formatIssuePath } from '../core/suite-validation.js'
@@ -44,6 +43,8 @@ export async function loadFaultProfile(file: string): Promise<FaultProfile> {
   } catch (error) {
     throw new ConfigError(`--fault-profile ${file}: cannot read the file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
   }
+  // the YAML parser loads for a profile file only: a run without one does not load it (issue 15)
+  const { default: YAML } = await import('yaml')
   const doc = YAML.parseDocument(text, { prettyErrors: true })
   if (doc.errors.length > 0) {
     throw new ConfigError(`--fault-profile ${file}: YAML syntax error: ${doc.errors.map((e) => e.message.split('\n')[0]).join('; ')}`)

@@ -17,7 +17,7 @@ import { judgeStamps } from '../core/judging.js'
 import type { PriceTable } from '../core/pricing.js'
 import { validateAdapterConfig } from '../engine/adapters/index.js'
 import { buildInvocationPayload } from '../engine/invocation-payload.js'
-import { loadPriceTable } from '../engine/llm/price-table.js'
+import { loadPriceTable, priceTableCacheDir } from '../engine/llm/price-table.js'
 import { secretRefsMissing } from '../engine/secrets.js'
 import { loadSuitePlan, suitePlanCacheDir, type SuitePlan } from '../engine/suite-plan.js'
 import { sandboxRequested } from '../engine/sandbox/config.js'
@@ -72,10 +72,11 @@ export interface PlannedRun {
 
 /**
  * Validates the configuration and the suite, loads the price table and builds the plan; starts
- * nothing. The suite comes from FORGE_HOME's cache of planned suites when its content was planned
- * before (engine/suite-plan.ts); `suiteCache: 'read'` leaves the cache as it is (a dry run writes nothing).
+ * nothing. The suite and the price table come from FORGE_HOME's caches when their content was planned
+ * before (engine/suite-plan.ts, engine/llm/price-table.ts); `planCache: 'read'` leaves the caches as
+ * they are (a dry run writes nothing).
  */
-export async function planRun(config: ForgeConfig, input: RunConfigInput, opts: { suiteCache?: 'read' | 'read-write' } = {}): Promise<PlannedRun> {
+export async function planRun(config: ForgeConfig, input: RunConfigInput, opts: { planCache?: 'read' | 'read-write' } = {}): Promise<PlannedRun> {
   const parsed = parseRunConfig(input)
   // `--model local` / `--judge-model local`: one GGUF file, recorded as local:<name>
   const models = resolveRunModels({ ...parsed.adapter_config }, parsed.judge)
@@ -86,12 +87,12 @@ export async function planRun(config: ForgeConfig, input: RunConfigInput, opts: 
   // this run's workers inherit this environment: a secret they could not resolve fails now, not on every attempt
   const unresolved = secretRefsMissing(run.adapter_config, process.env)
   if (unresolved.length > 0) throw new ConfigError(`--adapter-config names secrets this machine does not have: ${unresolved.join('; ')}`)
-  const suite = await loadSuitePlan(run.suite, { cacheDir: suitePlanCacheDir(config.home), readOnly: opts.suiteCache === 'read' })
+  const suite = await loadSuitePlan(run.suite, { cacheDir: suitePlanCacheDir(config.home), readOnly: opts.planCache === 'read' })
   const tasks = selectTasks(suite.tasks, run.task_ids, suite.path)
   checkPlannedAttempts(tasks.length, run.attempts, suite.path)
   // absolute, so any worker finds it; a bad table is a PriceTableError (exit code 2) naming the file
   const priceTablePath = run.price_table === undefined ? undefined : resolve(run.price_table)
-  const priceTable = await loadPriceTable(priceTablePath)
+  const priceTable = await loadPriceTable(priceTablePath, { cacheDir: priceTableCacheDir(config.home), readOnly: opts.planCache === 'read' })
   const judge: JudgeSettings | undefined = run.judge && { ...run.judge, task_queue: run.judge.task_queue ?? config.judge.taskQueue }
   const judgeSpecs = tasks.flatMap((t) => t.outcome_graders).filter(isJudgeSpec)
   const stamps = judgeStamps({
@@ -194,7 +195,7 @@ export interface DryRunReport {
  * the estimate; else payload sizes do.
  */
 export async function dryRun(config: ForgeConfig, input: RunConfigInput): Promise<DryRunReport> {
-  const { suite, tasks, plan, priceTable } = await planRun(config, input, { suiteCache: 'read' })
+  const { suite, tasks, plan, priceTable } = await planRun(config, input, { planCache: 'read' })
   const model = typeof plan.adapter_config['model'] === 'string' ? plan.adapter_config['model'] : plan.adapter
   const observed = await readObservedUsage(config, suite.name, model)
   const estimate = estimateRunCost({

@@ -6,7 +6,7 @@
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { readSetting, settingsEnv, type ForgeConfig } from '../config/index.js'
-import type { RunPlan, RunRecord, Task } from '../core/contracts/index.js'
+import type { RunPlan, Task } from '../core/contracts/index.js'
 import { describeCompleteness, describeHarnessErrors, type FinalRunStatus, type RunCompleteness } from '../core/completeness.js'
 import { ConfigError, ForgeError } from '../core/errors.js'
 import { checkTaskSizes, formatBytes } from '../core/message-size.js'
@@ -14,19 +14,17 @@ import { busAccess } from '../store/bus-auth.js'
 import { grantPlan } from '../store/grants.js'
 import { ingesterLogOf, watchStore } from './store-watch.js'
 import { busMaxPayload, connectBus, progressEventsOf, requestIngesterFlush, subjects, type NatsConnection, type ProgressEvent } from '../store/bus.js'
-import { countAttempts, getRun } from '../store/repositories.js'
-import { isolationOf } from '../engine/sandbox/config.js'
+import { getRun } from '../store/repositories.js'
 import { superviseStack } from '../stack/supervisor.js'
 import { leaveWarmWorkers } from '../stack/warm-workers.js'
 import type { RunWorkflowResult } from '../workflows/run.js'
-import { sealRun, sealRunWhenStored, type SealReport } from './audit.js'
+import type { SealReport } from './audit.js'
 import { attemptLanesFor, planRun } from './plan-run.js'
 import type { RunConfigInput } from './run-config.js'
 import { refuseReusedRunId } from './run-id.js'
 import { openRunTemporal, TemporalWorkflowEndedError, type RunHandle, type RunTemporal } from './run-temporal.js'
 import { openReader } from './store-access.js'
-import { getRunStats, type RunStats } from './stats.js'
-import { DEFAULT_KS } from '../core/report.js'
+import type { RunStats } from './stats.js'
 import { maxLocalWorkerProcesses, startWorkerPool, WorkerStartError, workerLayout, workerLayoutNote } from './worker-pool.js'
 import { adoptWarmWorkers, discardPreforked, preforkWorkers, settleLoadingClaims } from './worker-prefork.js'
 import { runWorkflowHost } from './workflow-host.js'
@@ -154,6 +152,8 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
   // the run's first workflow tasks are answered here while the workers start (app/workflow-host.ts); warm
   // workers have loaded already and serve them sooner than this process could load the SDK and the bundle
   const host = pool === undefined || pool.warm === pool.layout.processes ? undefined : runWorkflowHost({ temporalAddress: endpoints.temporalAddress, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, runId: plan.run_id, logDir: join(config.home, 'logs') })
+  let reporting: Promise<typeof import('./run-report.js')> | undefined
+  const loadReporting = (): Promise<typeof import('./run-report.js')> => (reporting ??= import('./run-report.js'))
   let observer: { stop(): void } | undefined
   let fleet: PollerWatch | undefined
   // says so when the store fails the ingester's inserts (a full disk): the run would wait on it without a word
@@ -176,6 +176,8 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
       workersReady,
       workersLost,
       () => {
+        // the report's modules (statistics, the audit trail) load while the workflow runs, not before it starts
+        loadReporting().catch(() => undefined)
         onEvent({ kind: 'started', run_id: plan.run_id, tasks: tasks.length, attempts: plan.attempts, total: tasks.length * plan.attempts, workers: run.workers, seed: plan.seed })
         if (pool === undefined) fleet = temporal.watchFleet?.((message) => onEvent({ kind: 'notice', message }))
       },
@@ -193,7 +195,10 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     // a fleet worker that came and finished the run between two looks of the watch is named now
     await fleet?.settle()
     progress.stop()
-    const report = await reportRun(config, plan, result, Date.now() - started, run.ingest_timeout_ms, onEvent)
+    const wallMs = Date.now() - started
+    const { reportRun } = await loadReporting()
+    // read over this run's own bus connection: no new one for the final record, the statistics or the seal
+    const report = await reportRun(config, plan, result, wallMs, run.ingest_timeout_ms, onEvent, { bus: nc })
     if (otlp === undefined) return report
     // every stored attempt's spans were sent, failed or dropped by now, unless a worker died or the collector hangs
     const exported = await otlp.settled(report.attempts, OTLP_SETTLE_MS)
@@ -223,48 +228,6 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     }
     await temporal.close()
     await nc.drain().catch(() => undefined)
-  }
-}
-
-/** The report of a finished run: once the store holds it, its statistics, with what its workflow counted. */
-export async function reportRun(config: ForgeConfig, plan: RunPlan, result: RunWorkflowResult, wallMs: number, ingestTimeoutMs: number, onEvent: (event: RunEvent) => void): Promise<RunReport> {
-  // a sequential run schedules fewer attempts than tasks × attempts when tasks stop early
-  const scheduled = result.total
-  const reader = await openReader(config)
-  try {
-    // the completeness check already waited for the store; the final run record may still be on its way
-    const checked = result.completeness !== undefined && result.completeness.unchecked === undefined
-    const published = result.completeness?.stored ?? Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
-    const stored = await waitForStorage(reader, plan.run_id, { published, counted: checked }, ingestTimeoutMs, onEvent)
-    const judged = result.tally.judged ?? 0
-    // the final record the wait read: the statistics and the seal do not read it again (~6 ms each)
-    const known = stored.run !== undefined && stored.run.status !== 'running' ? { run: stored.run } : {}
-    // every stored result is hash-linked into the run's chain; its head goes on the run record.
-    // A checked run's store held every attempt it published, audit entries included, before its workflow
-    // returned (the check waited until the ingester had stored the whole results stream): the statistics
-    // and the seal (different tables) are read at once, and the seal does not count the entries first.
-    // Otherwise the seal waits for the audit entries of the attempts the statistics found.
-    const [stats, audit] = checked
-      ? await Promise.all([getRunStats(reader, plan.run_id, DEFAULT_KS, known), sealRun(config, plan.run_id, known)])
-      : await getRunStats(reader, plan.run_id).then(async (s) => [s, await sealRunWhenStored(config, plan.run_id, { attempts: s.attempts, judged }, ingestTimeoutMs)] as const)
-    return {
-      ...stats,
-      run_id: plan.run_id,
-      seed: plan.seed,
-      suite: plan.suite,
-      adapter: plan.adapter,
-      isolation: isolationOf(plan.adapter, plan.adapter_config),
-      expected_attempts: scheduled,
-      not_executed: result.tally.not_executed,
-      wall_ms: wallMs,
-      attempts_per_second: scheduled / Math.max(wallMs / 1000, 0.001),
-      ...(plan.judge !== undefined ? { judged: result.tally.judged ?? 0, judge_not_executed: result.tally.judge_not_executed ?? 0 } : {}),
-      status: result.status,
-      completeness: result.completeness ?? null,
-      audit,
-    }
-  } finally {
-    await reader.close()
   }
 }
 
@@ -422,47 +385,6 @@ export function followProgress(
     },
   })
   return { stop: () => sub.unsubscribe() }
-}
-
-/**
- * Waits (at most `timeoutMs`) until the store holds the run's final record and every published attempt;
- * `counted`: the run's completeness check found them stored already, so only the record is looked for.
- */
-async function waitForStorage(
-  reader: Awaited<ReturnType<typeof openReader>>,
-  runId: string,
-  attempts: { published: number; counted: boolean },
-  timeoutMs: number,
-  onEvent: (event: RunEvent) => void,
-): Promise<{ run?: RunRecord }> {
-  const { published, counted } = attempts
-  let last = 0
-  let record: RunRecord | undefined
-  const count = async () => {
-    try {
-      const [stored, run] = await Promise.all([counted ? published : countAttempts(reader, runId), getRun(reader, runId)])
-      record = run
-      // the run's final record travels the same stream; count it as stored once it landed
-      last = run?.status === 'running' || run === undefined ? Math.min(stored, published - 1) : stored
-    } catch {
-      // the ingester is restarting: ask again
-    }
-    return last
-  }
-  const deadline = Date.now() + timeoutMs
-  let stored = await count()
-  let lastReport = 0
-  while (stored < published && Date.now() < deadline) {
-    if (Date.now() - lastReport > 2_000) {
-      onEvent({ kind: 'ingesting', stored, expected: published })
-      lastReport = Date.now()
-    }
-    // the record was published before the workflow returned and the ingester was asked to insert at once
-    await sleep(20)
-    stored = await count()
-  }
-  if (stored < published) onEvent({ kind: 'ingesting', stored, expected: published })
-  return record !== undefined ? { run: record } : {}
 }
 
 /** Waits (at most `timeoutMs`: a run terminated from outside records nothing) until the store holds the run's record as ended. */

@@ -3,12 +3,10 @@
  * in YAML or JSON), imports its tools and invariants modules and hands everything to the pure validator. Every problem found is
  * reported at once in one SuiteLoadError; nothing is returned half-loaded.
  */
-import { createHash } from 'node:crypto'
-import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs'
-import { readFile, readdir, readlink, realpath, stat } from 'node:fs/promises'
-import { createRequire } from 'node:module'
+import { existsSync, realpathSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import path from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { pathToFileURL } from 'node:url'
 import YAML from 'yaml'
 import { AgentTrace, ToolSpec, type SuiteManifest } from '../core/contracts/index.js'
 import type { InvariantFn, LoadedSuite, ToolDefinition } from '../core/plugins.js'
@@ -24,89 +22,10 @@ import {
   type SuiteProblem,
 } from '../core/suite-validation.js'
 import { SuiteLoadError } from './errors.js'
+import { hashFiles, isDirectory, MANIFEST_FILE, noteLoadedSuite, resolveSuitePath, suiteContentHash, suiteFiles } from './suite-files.js'
 
-const MANIFEST_FILE = 'suite.yaml'
-
-/**
- * The root of the forge package: the nearest ancestor of this file holding package.json (and a
- * `suites/` directory). Works from the TS sources (engine/) and from the build (dist/engine/).
- */
-export function packageRoot(from: string = path.dirname(fileURLToPath(import.meta.url))): string {
-  let firstWithPackageJson: string | undefined
-  for (let dir = path.resolve(from); ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'package.json'))) {
-      firstWithPackageJson ??= dir
-      if (isDirectory(path.join(dir, 'suites'))) return dir
-    }
-    if (path.dirname(dir) === dir) break
-  }
-  if (firstWithPackageJson === undefined) throw new Error(`no package.json above ${from}`)
-  return firstWithPackageJson
-}
-
-/** The directory of the suites that ship with forge. */
-export function builtinSuitesDir(): string {
-  return path.join(packageRoot(), 'suites')
-}
-
-const PACKAGE_NAME = /^(?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*$/i
-
-/**
- * Resolves a suite reference to an absolute directory: a bare name of a built-in suite (`smoke`),
- * a relative or absolute path, or an npm package resolvable from `cwd` whose package.json has
- * `"forge": { "suite": "<dir>" }`. Throws SuiteLoadError when a name resolves nowhere.
- */
-export function resolveSuitePath(ref: string, cwd: string = process.cwd()): string {
-  if (ref.trim() === '') {
-    throw new SuiteLoadError(ref, [{ file: '(suite reference)', path: '', message: 'the suite reference is empty' }])
-  }
-  const looksLikePath = path.isAbsolute(ref) || ref.startsWith('.') || ref.includes('\\') || !PACKAGE_NAME.test(ref)
-  const asPath = path.resolve(cwd, ref)
-  if (looksLikePath) return asPath
-
-  const tried: string[] = []
-  if (!ref.includes('/')) {
-    const builtin = path.join(builtinSuitesDir(), ref)
-    if (existsSync(path.join(builtin, MANIFEST_FILE))) return builtin
-    tried.push(`built-in suite ${builtin}`)
-  }
-  if (existsSync(path.join(asPath, MANIFEST_FILE))) return asPath
-  tried.push(`directory ${asPath}`)
-
-  const packageDir = findPackageDir(ref, cwd)
-  if (packageDir !== undefined) {
-    const manifestPath = path.join(packageDir, 'package.json')
-    let suiteDir: unknown
-    try {
-      const pkg: unknown = JSON.parse(readFileSync(manifestPath, 'utf8'))
-      suiteDir = isRecord(pkg) && isRecord(pkg['forge']) ? pkg['forge']['suite'] : undefined
-    } catch (error) {
-      throw new SuiteLoadError(packageDir, [{ file: 'package.json', path: '', message: `cannot read: ${errorMessage(error)}` }], { cause: error })
-    }
-    if (typeof suiteDir !== 'string' || suiteDir === '') {
-      throw new SuiteLoadError(packageDir, [
-        { file: 'package.json', path: 'forge.suite', message: `package "${ref}" does not declare a suite directory ("forge": { "suite": "<dir>" })` },
-      ])
-    }
-    return path.resolve(packageDir, suiteDir)
-  }
-  tried.push(`npm package "${ref}" from ${cwd}`)
-  throw new SuiteLoadError(ref, [{ file: '(suite reference)', path: '', message: `no suite "${ref}": tried ${tried.join('; ')}` }])
-}
-
-function findPackageDir(name: string, cwd: string): string | undefined {
-  try {
-    const require = createRequire(path.join(cwd, 'noop.js'))
-    return path.dirname(require.resolve(`${name}/package.json`))
-  } catch {
-    // packages with an `exports` map may hide package.json: look in node_modules ourselves
-  }
-  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
-    const candidate = path.join(dir, 'node_modules', name)
-    if (existsSync(path.join(candidate, 'package.json'))) return candidate
-    if (path.dirname(dir) === dir) return undefined
-  }
-}
+// where a suite is and what it holds live in suite-files.ts (no YAML); these stay importable from here
+export { builtinSuitesDir, loadedSuitePaths, packageRoot, resolveSuitePath, suiteContentHash } from './suite-files.js'
 
 /** Loads and validates a suite; throws SuiteLoadError listing every problem found. */
 export async function loadSuite(ref: string, cwd: string = process.cwd()): Promise<LoadedSuite> {
@@ -197,15 +116,8 @@ export async function loadSuite(ref: string, cwd: string = process.cwd()): Promi
   }
   if (problems.length > 0) throw new SuiteLoadError(suitePath, problems)
 
-  loadedSuites.add(realpathSync(suitePath))
+  noteLoadedSuite(realpathSync(suitePath))
   return { name: manifest.name, path: suitePath, manifest, tasks: validation.tasks, tools, invariants, goldens, fixtures, contentHash }
-}
-
-const loadedSuites = new Set<string>()
-
-/** Every suite directory this process has loaded (real paths): agent sandboxes hide them all. */
-export function loadedSuitePaths(): string[] {
-  return [...loadedSuites]
 }
 
 /** runs a process keeps its suites loaded for (a fleet worker serves several at once) */
@@ -399,48 +311,6 @@ async function importInvariants(
   return invariants
 }
 
-/** Names never part of a suite's content: VCS metadata and installed packages (workspace copies skip them too). */
-const NOT_SUITE_CONTENT = new Set(['.git', '.hg', '.svn', '.DS_Store', 'node_modules'])
-
-/**
- * Every file of the suite, relative with `/`, sorted — symlinks followed when they stay inside the
- * suite, each one that leads outside it a problem naming the link and its target.
- */
-async function suiteFiles(root: string): Promise<{ files: string[]; problems: SuiteProblem[] }> {
-  const realRoot = await realpath(root)
-  const files: string[] = []
-  const problems: SuiteProblem[] = []
-  const visited = new Set<string>([realRoot])
-  const walk = async (dir: string, prefix: string): Promise<void> => {
-    const entries = await readdir(dir, { withFileTypes: true })
-    for (const entry of entries) {
-      if (NOT_SUITE_CONTENT.has(entry.name)) continue
-      const relative = prefix === '' ? entry.name : `${prefix}/${entry.name}`
-      const absolute = path.join(dir, entry.name)
-      if (entry.isSymbolicLink()) {
-        const target = await realpath(absolute).catch(() => undefined)
-        if (target === undefined) {
-          problems.push({ file: relative, path: '', message: `a symlink to ${await readlink(absolute)}, which does not exist` })
-          continue
-        }
-        if (target !== realRoot && !target.startsWith(`${realRoot}${path.sep}`)) {
-          problems.push({ file: relative, path: '', message: `a symlink to ${target}, outside the suite directory ${realRoot}: every file a suite uses must lie inside it` })
-          continue
-        }
-        const info = await stat(target)
-        if (info.isFile()) files.push(relative)
-        else if (info.isDirectory() && !visited.has(target)) {
-          visited.add(target)
-          await walk(absolute, relative)
-        }
-      } else if (entry.isDirectory()) await walk(absolute, relative)
-      else if (entry.isFile()) files.push(relative)
-    }
-  }
-  await walk(root, '')
-  return { files: files.sort(), problems }
-}
-
 /** Each directory or module suite.yaml names must resolve inside the suite, also after symlinks. */
 function manifestPathProblems(suitePath: string, manifest: SuiteManifest): SuiteProblem[] {
   const realRoot = realpathSync(suitePath)
@@ -469,31 +339,6 @@ function manifestPathProblems(suitePath: string, manifest: SuiteManifest): Suite
     if (!inside(real)) problems.push({ file: MANIFEST_FILE, path: field, message: `"${value}" leads through a symlink to ${real}, outside the suite directory ${realRoot}` })
   }
   return problems
-}
-
-/**
- * The content hash `loadSuite` gives the suite at `suitePath` (LoadedSuite.contentHash), without
- * parsing or validating it; undefined when a file of it lies outside it (loadSuite refuses those).
- */
-export async function suiteContentHash(suitePath: string): Promise<string | undefined> {
-  const contained = await suiteFiles(suitePath)
-  return contained.problems.length > 0 ? undefined : hashFiles(suitePath, contained.files)
-}
-
-async function hashFiles(root: string, files: readonly string[]): Promise<string> {
-  const hash = createHash('sha256')
-  for (const file of files) {
-    hash.update(file).update('\0').update(await readFile(path.join(root, file))).update('\0')
-  }
-  return hash.digest('hex')
-}
-
-function isDirectory(p: string): boolean {
-  try {
-    return statSync(p).isDirectory()
-  } catch {
-    return false
-  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

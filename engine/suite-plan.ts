@@ -9,14 +9,11 @@
  * again, with every check and error loadSuite gives. The workers load the suite themselves
  * (engine/suite-loader.ts loadSuiteCached): what an attempt runs never comes from this cache.
  */
-import { createHash } from 'node:crypto'
-import { readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { SuiteManifest, Task, ToolSpec } from '../core/contracts/index.js'
 import type { LoadedSuite } from '../core/plugins.js'
-import { ensurePrivateDir } from '../store/private-dir.js'
-import { loadSuite, packageRoot, resolveSuitePath, suiteContentHash } from './suite-loader.js'
+import { cacheFilePath, readCacheFile, writeCacheFile } from './plan-cache.js'
+import { resolveSuitePath, suiteContentHash } from './suite-files.js'
 
 export interface SuitePlan {
   name: string
@@ -53,6 +50,8 @@ export async function loadSuitePlan(ref: string, opts: { cacheDir?: string; read
     const cached = readCached(file.path, suitePath, file.contentHash)
     if (cached !== undefined) return cached
   }
+  // the loader (the YAML parser, the suite validation) is loaded only when the cache cannot answer
+  const { loadSuite } = await import('./suite-loader.js')
   const plan = planOf(await loadSuite(suitePath, cwd))
   // kept under the hash of what was loaded: the files may have changed since they were hashed above
   if (opts.cacheDir !== undefined && opts.readOnly !== true) writeCached(opts.cacheDir, await cacheFileOf(opts.cacheDir, suitePath, plan.contentHash), plan)
@@ -70,27 +69,8 @@ export function planOf(suite: LoadedSuite): SuitePlan {
 async function cacheFileOf(cacheDir: string, suitePath: string, contentHash?: string): Promise<{ path: string; contentHash: string } | undefined> {
   const hash = contentHash ?? (await suiteContentHash(suitePath).catch(() => undefined))
   if (hash === undefined) return undefined
-  const key = createHash('sha256').update(JSON.stringify([FORMAT, buildStamp(), suitePath, hash])).digest('hex').slice(0, 40)
-  return { path: join(cacheDir, `${key}.json`), contentHash: hash }
+  return { path: cacheFilePath(cacheDir, [FORMAT, suitePath, hash]), contentHash: hash }
 }
-
-/** This build of Forge: its version, and when this module was built (a rebuild of a checkout writes every file anew). */
-function buildStamp(): string {
-  stamp ??= (() => {
-    let version = ''
-    let built = 0
-    try {
-      version = String((JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: unknown }).version)
-      built = statSync(fileURLToPath(import.meta.url)).mtimeMs
-    } catch {
-      // no stamp: every file keyed by it is this process's own
-      return `unstamped-${process.pid}-${Date.now()}`
-    }
-    return `${version}/${built}`
-  })()
-  return stamp
-}
-let stamp: string | undefined
 
 interface CacheFile {
   format: number
@@ -98,12 +78,7 @@ interface CacheFile {
 }
 
 function readCached(file: string, suitePath: string, contentHash: string): SuitePlan | undefined {
-  let parsed: Partial<CacheFile> | null
-  try {
-    parsed = JSON.parse(readFileSync(file, 'utf8')) as Partial<CacheFile> | null
-  } catch {
-    return undefined
-  }
+  const parsed = readCacheFile(file) as Partial<CacheFile> | null | undefined
   const suite = parsed?.suite
   // a file of another layout, or not written by this module whole: loaded again
   if (parsed?.format !== FORMAT || suite?.path !== suitePath || suite.contentHash !== contentHash || !Array.isArray(suite.tasks) || !Array.isArray(suite.tools) || typeof suite.name !== 'string') return undefined
@@ -112,22 +87,6 @@ function readCached(file: string, suitePath: string, contentHash: string): Suite
 
 function writeCached(cacheDir: string, file: { path: string } | undefined, plan: SuitePlan): void {
   if (file === undefined) return
-  try {
-    ensurePrivateDir(cacheDir)
-    const body: CacheFile = { format: FORMAT, suite: { ...plan, tools: [...plan.tools.values()] } }
-    // written whole or not at all: a reader never sees half a file
-    const temporary = `${file.path}.${process.pid}.tmp`
-    writeFileSync(temporary, JSON.stringify(body), { mode: 0o600 })
-    renameSync(temporary, file.path)
-    pruneCache(cacheDir)
-  } catch {
-    // best effort: the next run loads the suite again
-  }
-}
-
-function pruneCache(cacheDir: string): void {
-  const files = readdirSync(cacheDir).filter((name) => name.endsWith('.json'))
-  if (files.length <= MAX_CACHED_SUITES) return
-  const byAge = files.map((name) => ({ name, at: statSync(join(cacheDir, name)).mtimeMs })).sort((a, b) => a.at - b.at)
-  for (const { name } of byAge.slice(0, files.length - MAX_CACHED_SUITES)) rmSync(join(cacheDir, name), { force: true })
+  const body: CacheFile = { format: FORMAT, suite: { ...plan, tools: [...plan.tools.values()] } }
+  writeCacheFile(cacheDir, file.path, body, MAX_CACHED_SUITES)
 }

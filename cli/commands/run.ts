@@ -2,7 +2,6 @@ import { Flags } from '@oclif/core'
 import { adapterNames } from '../../engine/adapters/index.js'
 import { dryRun, type DryRunReport } from '../../app/plan-run.js'
 import { runConfigFromFlags, type RunConfigInput } from '../../app/run-config.js'
-import { resumeRun } from '../../app/resume.js'
 import { ConfigError } from '../../core/errors.js'
 import { SANDBOXED_ADAPTERS, unsandboxedNote } from '../../engine/sandbox/config.js'
 import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
@@ -131,7 +130,8 @@ export default class Run extends ForgeCommand {
     process.on('SIGINT', onInterrupt)
     const output = runOutput(parseLogOptions(flags), { out: (line) => this.log(line), err: process.stderr, json: quiet, tty: process.stdout.isTTY === true && process.stderr.isTTY === true, columns: process.stderr.columns }, describeRunEvent)
     const report = await (flags.resume !== undefined
-      ? resumeRun(config, { run_id: flags.resume, workers: flags.workers, concurrency: flags.concurrency }, output.onEvent, interrupt.signal)
+      ? // loaded for --resume only: what a run loads before its workflow starts is its start-up (issue 15)
+        import('../../app/resume.js').then(({ resumeRun }) => resumeRun(config, { run_id: flags.resume!, workers: flags.workers, concurrency: flags.concurrency }, output.onEvent, interrupt.signal))
       : runSuite(config, runConfig, output.onEvent, interrupt.signal, output.observe)
     ).finally(() => {
       output.finish()

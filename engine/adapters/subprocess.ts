@@ -30,7 +30,7 @@ import { SandboxSetupError } from '../sandbox/errors.js'
 import { openSandbox, type PreparedSandbox } from '../sandbox/host.js'
 import type { MemoryReport, MemoryWatch } from '../sandbox/memory.js'
 import { harnessPaths, portOf } from '../sandbox/paths.js'
-import { loadedSuitePaths } from '../suite-loader.js'
+import { loadedSuitePaths } from '../suite-files.js'
 import { SANDBOX_STARTED_MARK } from '../sandbox/layout.js'
 
 /** ctx.config of the subprocess adapter. */

@@ -63,6 +63,23 @@ describe('the CLI bundle', () => {
     for (const entry of [join('hooks', 'init.js'), join('commands', 'run.js')]) expect(staticImportsOf(entry), entry).toContain(defining[0])
   })
 
+  it("loads what `forge run` needs before its workflow starts, and the rest later: no YAML parser, statistics, audit trail or resume", () => {
+    // each module is found by the source-path comment the bundler leaves at its start
+    const holding = (source: string): string[] => files.filter((f) => readFileSync(join(bundle, f), 'utf8').includes(`// ${source}`))
+    const deferred = ['node_modules/yaml/dist/', 'dist/engine/suite-loader.js', 'dist/app/run-report.js', 'dist/app/stats.js', 'dist/app/audit.js', 'dist/app/resume.js', 'dist/store/migrations.js']
+    const eager = staticImportsOf(join('commands', 'run.js'))
+    for (const source of deferred) {
+      const chunks = holding(source)
+      // in the bundle (a `forge run` on a cache miss, or after its workflow ended, loads it) …
+      expect(chunks.length, source).toBeGreaterThan(0)
+      // … and not among what the run command loads as it starts
+      for (const chunk of chunks) expect(eager.has(chunk), `${source} (${chunk})`).toBe(false)
+    }
+    // the test can fail: what a run does need at once is among them
+    const defining = (definition: string): string[] => files.filter((f) => readFileSync(join(bundle, f), 'utf8').includes(definition))
+    for (const fn of ['async function planRun(', 'async function loadSuitePlan(', 'function loadPriceTable(', 'async function connectBus(']) expect(defining(fn).some((chunk) => eager.has(chunk)), fn).toBe(true)
+  })
+
   it('finds files from the package root, never beside a chunk', () => {
     // each known use: a package-root walk, a require for chDB's CommonJS connection, the worker's
     // bundle-aware path, the ingester's main-module check, code generated for agents' modules, and
@@ -76,7 +93,7 @@ describe('the CLI bundle', () => {
       /import\.meta\.url\.includes\("\/dist\/cli-bundle\/"\) \? distEntry\(relative\)/,
       /if \(import\.meta\.url === `file:\/\/\$\{process\.argv\[1\]\}`\)/,
       /readFileSync\(new URL\('\.\/adversarial\.json', import\.meta\.url\), 'utf8'\)/,
-      /built = statSync\(fileURLToPath\(import\.meta\.url\)\)\.mtimeMs;/,
+      /statSync\(fileURLToPath\(import\.meta\.url\)\)\.mtimeMs/,
     ]
     const unknown: string[] = []
     for (const f of files) {

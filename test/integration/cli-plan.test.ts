@@ -58,6 +58,9 @@ describe('forge run --dry-run', () => {
     expect(forge(['run', '--suite', 'smoke', '--stop-at-width', '2', '--dry-run'], env).status).toBe(2)
     const table = forge(['run', '--suite', 'smoke', '--price-table', join(home, 'missing.yaml'), '--dry-run'], env)
     expect({ status: table.status, named: /price table .*missing\.yaml/.test(table.stderr) }).toEqual({ status: 2, named: true })
+    // --resume loads its module when it is asked for (not with every run): its checks answer as ever
+    const resume = forge(['run', '--resume', 'r-none', '--workers', '300'], env)
+    expect({ status: resume.status, said: resume.stderr.includes('--workers must be a whole number from 0 to 256, got 300') }).toEqual({ status: 2, said: true })
   })
 })
 

@@ -13,7 +13,7 @@
 import { readSetting } from '../../../config/index.js'
 import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs'
 import { basename, isAbsolute, join, resolve } from 'node:path'
-import { packageRoot } from '../../suite-loader.js'
+import { packageRoot } from '../../suite-files.js'
 
 /** A model that ships as a file inside a registry package. */
 export interface CatalogueEntry {

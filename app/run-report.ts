@@ -1,0 +1,109 @@
+/**
+ * The report of a finished run (`forge run`, `forge run --resume`): once the store holds what the
+ * run published, its statistics and its sealed audit chain. A module of its own so that `forge run`
+ * loads it while the run's workflow runs, not before it starts (issue 15: the statistics, the audit
+ * trail and what they import were ~40 ms of every run's start-up).
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { ForgeConfig } from '../config/index.js'
+import type { RunPlan, RunRecord } from '../core/contracts/index.js'
+import { DEFAULT_KS } from '../core/report.js'
+import { isolationOf } from '../engine/sandbox/config.js'
+import type { NatsConnection } from '../store/bus.js'
+import { countAttempts, getRun } from '../store/repositories.js'
+import type { RunWorkflowResult } from '../workflows/run.js'
+import { sealRun, sealRunWhenStored } from './audit.js'
+import type { RunEvent, RunReport } from './run.js'
+import { getRunStats } from './stats.js'
+import { openReader } from './store-access.js'
+
+/** The report of a finished run: once the store holds it, its statistics, with what its workflow counted. */
+export async function reportRun(
+  config: ForgeConfig,
+  plan: RunPlan,
+  result: RunWorkflowResult,
+  wallMs: number,
+  ingestTimeoutMs: number,
+  onEvent: (event: RunEvent) => void,
+  opts: { bus?: NatsConnection } = {},
+): Promise<RunReport> {
+  // a sequential run schedules fewer attempts than tasks × attempts when tasks stop early
+  const scheduled = result.total
+  const reader = await openReader(config, opts)
+  try {
+    // the completeness check already waited for the store; the final run record may still be on its way
+    const checked = result.completeness !== undefined && result.completeness.unchecked === undefined
+    const published = result.completeness?.stored ?? Object.values(result.tally.outcomes).reduce((a, b) => a + b, 0)
+    const stored = await waitForStorage(reader, plan.run_id, { published, counted: checked }, ingestTimeoutMs, onEvent)
+    const judged = result.tally.judged ?? 0
+    // the final record the wait read: the statistics and the seal do not read it again (~6 ms each)
+    const known = stored.run !== undefined && stored.run.status !== 'running' ? { run: stored.run } : {}
+    // every stored result is hash-linked into the run's chain; its head goes on the run record.
+    // A checked run's store held every attempt it published, audit entries included, before its workflow
+    // returned (the check waited until the ingester had stored the whole results stream): the statistics
+    // and the seal (different tables) are read at once, and the seal does not count the entries first.
+    // Otherwise the seal waits for the audit entries of the attempts the statistics found.
+    const [stats, audit] = checked
+      ? await Promise.all([getRunStats(reader, plan.run_id, DEFAULT_KS, known), sealRun(config, plan.run_id, { ...known, ...opts })])
+      : await getRunStats(reader, plan.run_id).then(async (s) => [s, await sealRunWhenStored(config, plan.run_id, { attempts: s.attempts, judged }, ingestTimeoutMs, opts)] as const)
+    return {
+      ...stats,
+      run_id: plan.run_id,
+      seed: plan.seed,
+      suite: plan.suite,
+      adapter: plan.adapter,
+      isolation: isolationOf(plan.adapter, plan.adapter_config),
+      expected_attempts: scheduled,
+      not_executed: result.tally.not_executed,
+      wall_ms: wallMs,
+      attempts_per_second: scheduled / Math.max(wallMs / 1000, 0.001),
+      ...(plan.judge !== undefined ? { judged: result.tally.judged ?? 0, judge_not_executed: result.tally.judge_not_executed ?? 0 } : {}),
+      status: result.status,
+      completeness: result.completeness ?? null,
+      audit,
+    }
+  } finally {
+    await reader.close()
+  }
+}
+
+/**
+ * Waits (at most `timeoutMs`) until the store holds the run's final record and every published attempt;
+ * `counted`: the run's completeness check found them stored already, so only the record is looked for.
+ */
+async function waitForStorage(
+  reader: Awaited<ReturnType<typeof openReader>>,
+  runId: string,
+  attempts: { published: number; counted: boolean },
+  timeoutMs: number,
+  onEvent: (event: RunEvent) => void,
+): Promise<{ run?: RunRecord }> {
+  const { published, counted } = attempts
+  let last = 0
+  let record: RunRecord | undefined
+  const count = async () => {
+    try {
+      const [stored, run] = await Promise.all([counted ? published : countAttempts(reader, runId), getRun(reader, runId)])
+      record = run
+      // the run's final record travels the same stream; count it as stored once it landed
+      last = run?.status === 'running' || run === undefined ? Math.min(stored, published - 1) : stored
+    } catch {
+      // the ingester is restarting: ask again
+    }
+    return last
+  }
+  const deadline = Date.now() + timeoutMs
+  let stored = await count()
+  let lastReport = 0
+  while (stored < published && Date.now() < deadline) {
+    if (Date.now() - lastReport > 2_000) {
+      onEvent({ kind: 'ingesting', stored, expected: published })
+      lastReport = Date.now()
+    }
+    // the record was published before the workflow returned and the ingester was asked to insert at once
+    await sleep(20)
+    stored = await count()
+  }
+  if (stored < published) onEvent({ kind: 'ingesting', stored, expected: published })
+  return record !== undefined ? { run: record } : {}
+}
