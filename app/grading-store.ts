@@ -6,7 +6,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { AttemptRegrade, ReviewResolution } from '../core/contracts/index.js'
-import { connectBus, jetstream, publishRegrade, publishReviewResolution } from '../store/bus.js'
+import { jetstream } from '@nats-io/jetstream'
+import { connectBus, publishRegrade, publishReviewResolution } from '../store/bus.js'
 import { busReader } from '../store/bus-reader.js'
 import { openClickHouse, type StoreReader } from '../store/clickhouse.js'
 import { ConfigError } from '../core/errors.js'

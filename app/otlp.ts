@@ -3,16 +3,17 @@
  * (JSON encoding, POST <endpoint>/v1/traces), a page of attempts per request so no run is ever
  * held in memory whole. Ids are derived from attempt uids, so sending a run again sends the same spans.
  */
-import { otlpTraceRequest, otlpTracesUrl } from '../core/otlp.js'
+import { otlpTraceRequest } from '../core/otlp.js'
 import { buildTraceView } from '../core/span-tree.js'
 import type { StoreReader } from '../store/clickhouse.js'
 import { getStoredTraces } from '../store/grading-repositories.js'
 import { attemptPage, attemptStartedAt, getAttemptEntry, type AttemptCursor, type AttemptListEntry } from '../store/report-queries.js'
 import { getRun } from '../store/repositories.js'
 import { ConfigError } from '../stack/errors.js'
-import { packageRoot } from '../stack/paths.js'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { tracesUrl } from './otlp-url.js'
+
+// what `forge run`, `forge worker` and the workers need of OTLP without the export's store reads
+export { forgeVersion, liveOtlpOf, tracesUrl } from './otlp-url.js'
 
 /** Thrown when the collector cannot be reached or refuses a request; names the URL and what it answered. */
 export class OtlpExportError extends Error {
@@ -44,22 +45,6 @@ export interface OtlpExportResult {
   missing_traces: number
 }
 
-/** The traces URL of an OTLP/HTTP endpoint; a ConfigError naming the value when it is not an http(s) URL. */
-export function tracesUrl(endpoint: string, what = '--endpoint'): string {
-  const parsed = otlpTracesUrl(endpoint, what)
-  if (!parsed.ok) throw new ConfigError(parsed.problem)
-  return parsed.url
-}
-
-/** Forge's version as its package.json says (the OTLP scope version). */
-export function forgeVersion(): string {
-  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version
-}
-
-/** What a worker needs to export spans live (FORGE_OTLP_URL): the collector's traces URL and Forge's version; undefined when unset. */
-export function liveOtlpOf(otlpUrl: string | undefined): { url: string; version: string } | undefined {
-  return otlpUrl === undefined ? undefined : { url: tracesUrl(otlpUrl, 'FORGE_OTLP_URL'), version: forgeVersion() }
-}
 
 export async function exportToOtlp(reader: StoreReader, opts: OtlpExportOptions): Promise<OtlpExportResult> {
   const url = tracesUrl(opts.endpoint)

@@ -29,7 +29,7 @@ import { maxLocalWorkerProcesses, startWorkerPool, WorkerStartError, workerLayou
 import { adoptWarmWorkers, discardPreforked, preforkWorkers, settleLoadingClaims } from './worker-prefork.js'
 import { runWorkflowHost } from './workflow-host.js'
 import { refuseLocalModelWithoutWorkers, runEndpoints, type PollerWatch } from './fleet-workers.js'
-import { tracesUrl } from './otlp.js'
+import { tracesUrl } from './otlp-url.js'
 import { describeOtlpExport, followOtlpExports, type OtlpRunSummary } from './otlp-live.js'
 import { localModelConcurrency, startRunModelServer } from './local-model.js'
 

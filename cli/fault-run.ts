@@ -2,7 +2,7 @@
 import { Flags } from '@oclif/core'
 import type { FaultPlan, FaultProfile } from '../core/contracts/index.js'
 import { FAULT_KINDS } from '../core/faults.js'
-import { runFaultSweep, type FaultSweepReport } from '../app/fault-sweep.js'
+import type { FaultSweepReport } from '../app/fault-sweep.js'
 import { faultPlanOf, faultsFromFlags } from '../app/faults.js'
 import type { RunConfigInput } from '../app/run-config.js'
 import type { ForgeConfig } from '../config/index.js'
@@ -43,6 +43,8 @@ export type SweepResult = FaultSweepReport
 
 /** Runs a sweep, printing progress and the curve unless --json. */
 export async function runSweep(command: ForgeCommand, config: ForgeConfig, run: RunConfigInput, sweep: { profile: FaultProfile; rates: number[] }): Promise<SweepResult> {
+  // loaded for a sweep only: a single run does not load the sweep and its recovery statistics
+  const { runFaultSweep } = await import('../app/fault-sweep.js')
   const quiet = command.jsonEnabled()
   const interrupt = new AbortController()
   const onInterrupt = () => {

@@ -342,7 +342,9 @@ export class Redactor {
       return this.text(value)
     }
     if (typeof value === 'number') {
-      if (Number.isSafeInteger(value) && value > 0 && isCardNumber(String(value)) && !this.keep.has(String(value))) return this.label('card', String(value))
+      // a card number has 13 to 19 digits: a smaller integer (a count, a latency, a price) is none, and
+      // is not turned into text to find that out
+      if (Number.isSafeInteger(value) && value >= 1e12 && isCardNumber(String(value)) && !this.keep.has(String(value))) return this.label('card', String(value))
       return value
     }
     // copy on write: a part with nothing to replace is handed back as it is (most of a trace), so
@@ -358,19 +360,28 @@ export class Redactor {
       return out ?? value
     }
     if (value !== null && typeof value === 'object') {
-      const entries = Object.entries(value)
+      // its keys, not its entries: a [key, value] pair per property was most of what redacting allocated
+      const object = value as Record<string, unknown>
+      const keys = Object.keys(object)
       let out: Record<string, unknown> | undefined
-      for (let i = 0; i < entries.length; i++) {
-        const [k, v] = entries[i]!
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i]!
+        const v = object[k]
         const key = this.text(k)
         const redacted = this.walk(v, k)
-        if (out === undefined && (key !== k || redacted !== v)) out = Object.fromEntries(entries.slice(0, i))
-        if (out !== undefined) out[key] = redacted
+        if (out === undefined && (key !== k || redacted !== v)) out = Object.fromEntries(keys.slice(0, i).map((earlier) => [earlier, object[earlier]]))
+        if (out !== undefined) setOwn(out, key, redacted)
       }
       return out ?? value
     }
     return value
   }
+}
+
+/** Sets an own property, also one named `__proto__` (a JSON key an agent may send), which `=` would take for the prototype. */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+  else target[key] = value
 }
 
 /**

@@ -5,11 +5,18 @@
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { headers as natsHeaders, nanos } from '@nats-io/nats-core'
-import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream'
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream'
 import type { AttemptRegrade, AttemptResult, AuditRecord, BaselineRecord, JudgeOutcome, ReviewResolution, RunRecordInput, StoredTrace } from '../core/contracts/index.js'
 import type { StoreFailure } from '../core/store-watch.js'
 import { BusError } from './errors.js'
 import { busAccess, SIGNATURE_HEADER, signMessage, taggedMsgId, type BusRole } from './bus-auth.js'
+
+/**
+ * The JetStream client library, loaded when first needed: a process that only publishes and
+ * subscribes on the core protocol (`forge run` before its workflow starts) goes without it (issue 15).
+ * Its client, `jetstream(nc)`, is imported from '@nats-io/jetstream' where it is used.
+ */
+const jetstreamLibrary = (): Promise<typeof import('@nats-io/jetstream')> => import('@nats-io/jetstream')
 
 export const RESULTS_STREAM = 'FORGE_RESULTS'
 export const INGESTER_CONSUMER = 'forge-ingester'
@@ -118,6 +125,7 @@ export async function ensureResultsStream(nc: NatsConnection, opts: { replicas?:
 }
 
 async function ensureResultsStreamOnce(nc: NatsConnection, opts: { replicas?: number }): Promise<void> {
+  const { AckPolicy, jetstreamManager, RetentionPolicy, StorageType } = await jetstreamLibrary()
   const jsm = await jetstreamManager(nc)
   const config = {
     name: RESULTS_STREAM,
@@ -302,8 +310,6 @@ export function createProgressPublisher(nc: NatsConnection, windowMs = PROGRESS_
   }
 }
 
-export { jetstream }
-
 /** Request and reply of the store query protocol served by the ingester (the embedded store's owner). */
 export interface StoreQueryRequest {
   sql: string
@@ -331,13 +337,13 @@ export async function publishStoredTrace(js: JetStreamClient, stored: StoredTrac
   }
 }
 
-const managers = new WeakMap<NatsConnection, ReturnType<typeof jetstreamManager>>()
+const managers = new WeakMap<NatsConnection, Promise<JetStreamManager>>()
 
 /** One JetStream manager per connection (making one asks the server for the account: a round trip). */
-function managerOf(nc: NatsConnection): ReturnType<typeof jetstreamManager> {
+function managerOf(nc: NatsConnection): Promise<JetStreamManager> {
   let jsm = managers.get(nc)
   if (jsm === undefined) {
-    jsm = jetstreamManager(nc)
+    jsm = jetstreamLibrary().then(({ jetstreamManager }) => jetstreamManager(nc))
     managers.set(nc, jsm)
     jsm.catch(() => managers.delete(nc))
   }
@@ -437,7 +443,7 @@ export async function waitForIngestedBacklog(
   opts: { timeoutMs: number; pollMs?: number },
 ): Promise<{ caughtUp: boolean; progress: IngestProgress }> {
   const deadline = Date.now() + opts.timeoutMs
-  let jsm: Awaited<ReturnType<typeof jetstreamManager>>
+  let jsm: JetStreamManager
   let target: number
   try {
     jsm = await managerOf(nc)

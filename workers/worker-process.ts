@@ -6,7 +6,7 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, unwatchFile, watchFile, wri
 import { createServer, type Socket } from 'node:net'
 import { dirname } from 'node:path'
 import { lazySweepActivities } from '../app/sweep-activities-lazy.js'
-import { liveOtlpOf } from '../app/otlp.js'
+import { liveOtlpOf } from '../app/otlp-url.js'
 import { readSetting, resolveConfig } from '../config/index.js'
 import { ConfigError } from '../core/errors.js'
 import { processTaint } from '../engine/process-taint.js'

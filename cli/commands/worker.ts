@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { lazySweepActivities } from '../../app/sweep-activities-lazy.js'
-import { liveOtlpOf } from '../../app/otlp.js'
+import { liveOtlpOf } from '../../app/otlp-url.js'
 import { resolveConfig } from '../../stack/config.js'
 import { ConfigError } from '../../stack/errors.js'
 import { stackUp } from '../../stack/local-stack.js'

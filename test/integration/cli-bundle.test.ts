@@ -63,10 +63,21 @@ describe('the CLI bundle', () => {
     for (const entry of [join('hooks', 'init.js'), join('commands', 'run.js')]) expect(staticImportsOf(entry), entry).toContain(defining[0])
   })
 
-  it("loads what `forge run` needs before its workflow starts, and the rest later: no YAML parser, statistics, audit trail or resume", () => {
+  it('loads what `forge run` needs before its workflow starts, and the rest later: no YAML parser, JetStream client, statistics, audit trail, sweep or resume', () => {
     // each module is found by the source-path comment the bundler leaves at its start
     const holding = (source: string): string[] => files.filter((f) => readFileSync(join(bundle, f), 'utf8').includes(`// ${source}`))
-    const deferred = ['node_modules/yaml/dist/', 'dist/engine/suite-loader.js', 'dist/app/run-report.js', 'dist/app/stats.js', 'dist/app/audit.js', 'dist/app/resume.js', 'dist/store/migrations.js']
+    const deferred = [
+      'node_modules/yaml/dist/',
+      'node_modules/@nats-io/jetstream/',
+      'dist/engine/suite-loader.js',
+      'dist/app/run-report.js',
+      'dist/app/stats.js',
+      'dist/app/audit.js',
+      'dist/app/resume.js',
+      'dist/app/fault-sweep.js',
+      'dist/app/otlp.js',
+      'dist/store/migrations.js',
+    ]
     const eager = staticImportsOf(join('commands', 'run.js'))
     for (const source of deferred) {
       const chunks = holding(source)

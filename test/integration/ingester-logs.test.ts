@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { connectBus, encodeJson, jetstream, subjects, traceKey, type NatsConnection } from '../../store/bus.js'
+import { jetstream } from '@nats-io/jetstream'
+import { connectBus, encodeJson, subjects, traceKey, type NatsConnection } from '../../store/bus.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 
 let stack: TestStack

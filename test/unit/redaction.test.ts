@@ -126,6 +126,25 @@ describe('Redactor', () => {
     expect(new Redactor().value(input)).toEqual({ '[REDACTED:email#1]': { orders: [1, 2] }, nested: [{ note: 'call [REDACTED:phone#1]' }] })
     expect(input).toEqual(before)
   })
+
+  it('labels an integer card number (13 to 19 digits) and leaves every shorter integer as it is', () => {
+    const r = new Redactor()
+    // 13-digit Visa numbers with a valid Luhn digit; a 12-digit one with a Visa prefix and a valid Luhn
+    // digit all the same, and other integers (a timestamp in ms has 13 digits and no issuer prefix)
+    expect(r.value({ card: 4000000000006, test_visa: 4222222222222, twelve: 400000000002, counts: [0, 42, 999999999999, 1796458292087] })).toEqual({
+      card: '[REDACTED:card#1]',
+      test_visa: '[REDACTED:card#2]',
+      twelve: 400000000002,
+      counts: [0, 42, 999999999999, 1796458292087],
+    })
+  })
+
+  it('keeps a "__proto__" key an agent sent as the data it is, redacted like any other', () => {
+    const sent = JSON.parse(`{"note": "${SHORT_OPENAI_KEY}", "__proto__": {"text": "call (415) 555-0199"}}`) as Record<string, unknown>
+    const out = new Redactor().value(sent)
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype)
+    expect(JSON.parse(JSON.stringify(out))).toEqual(JSON.parse('{"note": "[REDACTED:api_key#1]", "__proto__": {"text": "call [REDACTED:phone#1]"}}'))
+  })
 })
 
 describe('detectors', () => {
