@@ -177,10 +177,11 @@ export function isDirectory(p: string): boolean {
   }
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+/** A JSON object (not an array or null); the suite loader checks documents with it too. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-function errorMessage(error: unknown): string {
+export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }

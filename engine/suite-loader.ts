@@ -22,7 +22,7 @@ import {
   type SuiteProblem,
 } from '../core/suite-validation.js'
 import { SuiteLoadError } from './errors.js'
-import { hashFiles, isDirectory, MANIFEST_FILE, noteLoadedSuite, resolveSuitePath, suiteContentHash, suiteFiles } from './suite-files.js'
+import { errorMessage, hashFiles, isDirectory, isRecord, MANIFEST_FILE, noteLoadedSuite, resolveSuitePath, suiteContentHash, suiteFiles } from './suite-files.js'
 
 // where a suite is and what it holds live in suite-files.ts (no YAML); these stay importable from here
 export { builtinSuitesDir, loadedSuitePaths, packageRoot, resolveSuitePath, suiteContentHash } from './suite-files.js'
@@ -339,12 +339,4 @@ function manifestPathProblems(suitePath: string, manifest: SuiteManifest): Suite
     if (!inside(real)) problems.push({ file: MANIFEST_FILE, path: field, message: `"${value}" leads through a symlink to ${real}, outside the suite directory ${realRoot}` })
   }
   return problems
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
 }
