@@ -11,7 +11,7 @@ import { auditEntryOf, extendChain, signHead, verifyAudit, type AuditEntry, type
 import type { AttemptRegrade, AuditRecord, ReviewResolution, RunRecord } from '../core/contracts/index.js'
 import type { AuditEntryHead } from '../core/audit.js'
 import { ConfigError } from '../core/errors.js'
-import { auditChain, auditEntries, auditEntryHeads, auditRowsOfRun, countAuditEntries, countAuditLinks, insertAuditRecords, regradeAuditRows, regradeKey, resolutionAuditRows } from '../store/audit.js'
+import { auditChain, auditEntries, auditEntryHeads, auditRowsOfRun, countAuditEntries, insertAuditRecords, regradeAuditRows, regradeKey, resolutionAuditRows, sealStored } from '../store/audit.js'
 import { jetstream } from '@nats-io/jetstream'
 import { connectBus, publishAuditRecord, publishRunRecord, waitForIngestedBacklog, type NatsConnection } from '../store/bus.js'
 import { busReader } from '../store/bus-reader.js'
@@ -122,10 +122,15 @@ export async function storeGradingAuditEntries(config: ForgeConfig, entries: rea
  * regrades and resolutions) and stores the head on a new version of the run record, signed with
  * FORGE_AUDIT_KEY when it is set. Sealing again adds only what is new.
  */
-export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: string | undefined; now?: () => number; run?: RunRecord; bus?: NatsConnection } = {}): Promise<SealReport> {
+export async function sealRun(
+  config: ForgeConfig,
+  runId: string,
+  opts: { key?: string | undefined; now?: () => number; run?: RunRecord; bus?: NatsConnection; reader?: StoreReader } = {},
+): Promise<SealReport> {
   const key = opts.key ?? readSetting('auditKey')
   const now = opts.now ?? Date.now
-  const reader = await openReader(config, opts)
+  // `opts.reader`: the caller's, left open; its reads go out as this is called, before whatever the caller asks next
+  const reader = opts.reader ?? (await openReader(config, opts))
   let run: RunRecord | undefined
   let chain: AuditLink[]
   let entries: AuditEntryHead[]
@@ -133,7 +138,7 @@ export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: 
     // `opts.run`: the run's stored record as the caller just read it (forge run, after its final record landed)
     ;[run, chain, entries] = await Promise.all([opts.run ?? getRun(reader, runId), auditChain(reader, runId), auditEntryHeads(reader, runId)])
   } finally {
-    await reader.close()
+    if (opts.reader === undefined) await reader.close()
   }
   if (run === undefined) throw new ConfigError(`no run ${runId} in the store (forge runs list shows the stored runs)`)
   const linked = new Set(chain.map((l) => `${l.entry_kind}\u0000${l.entry_key}`))
@@ -151,8 +156,8 @@ export async function sealRun(config: ForgeConfig, runId: string, opts: { key?: 
     sealed,
     // counted, not read back: a 100,000-attempt run's chain is ~15 MB of rows
     async (r) => {
-      const [stored, count] = await Promise.all([getRun(r, runId), countAuditLinks(r, runId)])
-      return stored?.audit_head === head && count === chain.length + links.length
+      const stored = await sealStored(r, runId)
+      return stored.head === head && stored.links === chain.length + links.length
     },
     `audit-seal-${runId}-${head}`,
     opts.bus,

@@ -103,10 +103,17 @@ export async function countAuditEntries(reader: StoreReader, runId: string, kind
   return Number(rows[0]?.n ?? 0)
 }
 
-/** How many links a run's chain has. */
-export async function countAuditLinks(reader: StoreReader, runId: string): Promise<number> {
-  const rows = await reader.query<{ n: string | number }>('SELECT count() AS n FROM audit_chain FINAL WHERE run_id = {run:String}', { run: runId })
-  return Number(rows[0]?.n ?? 0)
+/**
+ * What a seal left in the store, in one read: the audit head on the run's newest record ('' when it
+ * has none or the run is not stored) and how many links its chain has.
+ */
+export async function sealStored(reader: StoreReader, runId: string): Promise<{ head: string; links: number }> {
+  const rows = await reader.query<{ head: string | null; links: string | number }>(
+    `SELECT (SELECT any(audit_head) FROM runs FINAL WHERE run_id = {run:String}) AS head,
+       (SELECT count() FROM audit_chain FINAL WHERE run_id = {run:String}) AS links`,
+    { run: runId },
+  )
+  return { head: rows[0]?.head ?? '', links: Number(rows[0]?.links ?? 0) }
 }
 
 // 64-bit integers as JSON numbers: how the worker-side rows hold them

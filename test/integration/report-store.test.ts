@@ -20,6 +20,7 @@ import { migrate } from '../../store/migrations.js'
 import { attemptPage } from '../../store/report-queries.js'
 import { rowToRun } from '../../store/converters.js'
 import { insertRuns } from '../../store/repositories.js'
+import { insertAuditLinks, sealStored } from '../../store/audit.js'
 import { storeSyntheticRun } from './report-fixture.js'
 
 let dir: string
@@ -176,5 +177,23 @@ describe('report aggregates from the store', () => {
     await expect(getTraceView(reader, { runId: RUN, taskId: 'alpha', attempt: 99 })).rejects.toThrow('--attempt: run rep1 has no stored attempt 99 of task alpha (attempts count from 0)')
     await expect(getTraceView(reader, { runId: 'nope', taskId: 'alpha', attempt: 0 })).rejects.toThrow('no run "nope" is stored')
     await expect(getTraceView(reader, { attemptUid: 'x/y/z/1' })).rejects.toThrow('no attempt "x/y/z/1" is stored')
+  })
+})
+
+describe('what a seal left in the store', () => {
+  it("reads the run's newest audit head and its chain's length in one read; nothing sealed reads '' and 0", async () => {
+    expect(await sealStored(reader, 'sealed1')).toEqual({ head: '', links: 0 })
+    const [row] = await reader.query<Record<string, unknown>>(`SELECT * FROM runs FINAL WHERE run_id = '${RUN}'`)
+    const run = { ...rowToRun(row as never), run_id: 'sealed1' }
+    await insertRuns(client, [run])
+    expect(await sealStored(reader, 'sealed1')).toEqual({ head: '', links: 0 })
+    const link = (seq: number) => ({ run_id: 'sealed1', seq, entry_kind: 'attempt' as const, entry_key: `sealed1/c/t/${seq}`, content_hash: 'a'.repeat(64), prev_hash: 'b'.repeat(64), link_hash: String(seq).repeat(64).slice(0, 64) })
+    await insertAuditLinks(client, [link(0), link(1), link(2)], 1_764_470_300_000)
+    // two seals: the newer record's head is the one read
+    await insertRuns(client, [{ ...run, audit_head: 'c'.repeat(64), updated_at: run.updated_at + 1 }])
+    await insertRuns(client, [{ ...run, audit_head: 'd'.repeat(64), updated_at: run.updated_at + 2 }])
+    expect(await sealStored(reader, 'sealed1')).toEqual({ head: 'd'.repeat(64), links: 3 })
+    // another run's chain is not counted
+    expect(await sealStored(reader, RUN)).toEqual({ head: expect.any(String) as string, links: 0 })
   })
 })
