@@ -6,7 +6,7 @@
 import { familyFigures, familyOfTaskId, type FamilyFigures, type MutationFamily } from '../core/adversarial.js'
 import type { RunRecord } from '../core/contracts/index.js'
 import { rateOf } from '../core/stats.js'
-import { readProvenance } from './generate-adversarial.js'
+import { readProvenance } from './provenance.js'
 
 export async function familyStats(run: RunRecord | undefined, tasks: readonly { task_id: string; k: number; n: number }[]): Promise<FamilyFigures[] | undefined> {
   const provenance = run === undefined ? undefined : await readProvenance(run.suite_path)

@@ -29,8 +29,9 @@ import type { OracleTaskCheck } from '../engine/oracle-check.js'
 import { loadSuite } from '../engine/suite-loader.js'
 import { ConfigError } from '../stack/errors.js'
 import { invariantsModuleSource, toolsModuleSource } from './adversarial-modules.js'
+import { PROVENANCE_FILE, type ProvenanceEntry, type ProvenanceManifest } from './provenance.js'
 
-export const PROVENANCE_FILE = 'adversarial.json'
+export { PROVENANCE_FILE, readProvenance, type ProvenanceEntry, type ProvenanceManifest } from './provenance.js'
 
 export interface GenerateAdversarialOptions {
   suite: string
@@ -44,26 +45,6 @@ export interface GenerateAdversarialOptions {
   force?: boolean
   /** replay every golden with the oracle and drop tasks it cannot pass (default true) */
   oracle?: boolean
-}
-
-/** One entry of `adversarial.json`'s tasks. */
-export interface ProvenanceEntry extends Provenance {
-  injection?: GeneratedTask['injection']
-  garbage?: unknown[]
-  /** set by `forge generate keep-failing`: the run whose attempts failed it */
-  kept_from?: { run_id: string; passed: number; attempts: number }
-}
-
-/** `adversarial.json`: what the suite was generated from, and every task's provenance. */
-export interface ProvenanceManifest {
-  generator: 'forge generate adversarial'
-  generator_version: string
-  parent: { name: string; path: string; content_hash: string }
-  seed: string
-  families: MutationFamily[]
-  per_task: number
-  honeypot_tool: string
-  tasks: Record<string, ProvenanceEntry>
 }
 
 export interface GenerateAdversarialReport {
@@ -264,15 +245,5 @@ async function loadGenerated(dir: string): Promise<LoadedSuite> {
     // the generator wrote a suite its own loader rejects: a bug, said as plainly as possible
     if (error instanceof SuiteLoadError) throw new Error(`the generated suite does not validate (a generator bug): ${error.message}`, { cause: error })
     throw error
-  }
-}
-
-/** The provenance manifest of a generated suite directory, or undefined when it is not one. */
-export async function readProvenance(suiteDir: string): Promise<ProvenanceManifest | undefined> {
-  try {
-    const data = JSON.parse(await readFile(path.join(suiteDir, PROVENANCE_FILE), 'utf8')) as ProvenanceManifest
-    return typeof data === 'object' && data !== null && typeof data.tasks === 'object' ? data : undefined
-  } catch {
-    return undefined
   }
 }

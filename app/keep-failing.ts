@@ -17,7 +17,7 @@ import { loadSuite } from '../engine/suite-loader.js'
 import { ConfigError } from '../stack/errors.js'
 import type { StoreReader } from '../store/clickhouse.js'
 import { getRun } from '../store/repositories.js'
-import { PROVENANCE_FILE, readProvenance, type ProvenanceEntry, type ProvenanceManifest } from './generate-adversarial.js'
+import { PROVENANCE_FILE, readProvenance, type ProvenanceEntry, type ProvenanceManifest } from './provenance.js'
 
 export interface KeepFailingReport {
   run_id: string

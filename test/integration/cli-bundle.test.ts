@@ -63,7 +63,7 @@ describe('the CLI bundle', () => {
     for (const entry of [join('hooks', 'init.js'), join('commands', 'run.js')]) expect(staticImportsOf(entry), entry).toContain(defining[0])
   })
 
-  it('loads what `forge run` needs before its workflow starts, and the rest later: no YAML parser, JetStream client, statistics, audit trail, sweep or resume', () => {
+  it('loads what `forge run` needs before its workflow starts, and the rest later: no YAML parser, JetStream client, statistics, audit trail, sweep or resume; its report nothing of the suite generator', () => {
     // each module is found by the source-path comment the bundler leaves at its start (relative to the
     // build: a node_modules reached through a symlink shows its own path before `node_modules/`)
     const holding = (source: string): string[] => {
@@ -93,6 +93,17 @@ describe('the CLI bundle', () => {
     // the test can fail: what a run does need at once is among them
     const defining = (definition: string): string[] => files.filter((f) => readFileSync(join(bundle, f), 'utf8').includes(definition))
     for (const fn of ['async function planRun(', 'async function loadSuitePlan(', 'function loadPriceTable(', 'async function connectBus(']) expect(defining(fn).some((chunk) => eager.has(chunk)), fn).toBe(true)
+
+    // the report (loaded while the workflow runs, on the cores the run's attempts use) holds what a run's
+    // statistics and seal need and nothing of the suite generator: its YAML parser and suite loader were
+    // ~270 KiB of every run's report, for one provenance file read as JSON
+    const [report, ...others] = holding('dist/app/run-report.js')
+    expect(others).toEqual([])
+    const reportLoads = new Set([report!, ...staticImportsOf(report!)])
+    for (const source of ['node_modules/yaml/dist/', 'dist/engine/suite-loader.js', 'dist/app/generate-adversarial.js']) {
+      for (const chunk of holding(source)) expect(reportLoads.has(chunk), `${source} (${chunk})`).toBe(false)
+    }
+    for (const fn of ['async function getRunStats(', 'async function sealRun(', 'async function readProvenance(']) expect(defining(fn).some((chunk) => reportLoads.has(chunk)), fn).toBe(true)
   })
 
   it('finds files from the package root, never beside a chunk', () => {
