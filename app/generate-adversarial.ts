@@ -31,8 +31,6 @@ import { ConfigError } from '../stack/errors.js'
 import { invariantsModuleSource, toolsModuleSource } from './adversarial-modules.js'
 import { PROVENANCE_FILE, type ProvenanceEntry, type ProvenanceManifest } from './provenance.js'
 
-export { PROVENANCE_FILE, readProvenance, type ProvenanceEntry, type ProvenanceManifest } from './provenance.js'
-
 export interface GenerateAdversarialOptions {
   suite: string
   out: string

@@ -12,9 +12,6 @@ import { getRun } from '../store/repositories.js'
 import { ConfigError } from '../stack/errors.js'
 import { tracesUrl } from './otlp-url.js'
 
-// what `forge run`, `forge worker` and the workers need of OTLP without the export's store reads
-export { forgeVersion, liveOtlpOf, tracesUrl } from './otlp-url.js'
-
 /** Thrown when the collector cannot be reached or refuses a request; names the URL and what it answered. */
 export class OtlpExportError extends Error {
   override name = 'OtlpExportError'
@@ -44,7 +41,6 @@ export interface OtlpExportResult {
   /** attempts stored without a trace: not sent */
   missing_traces: number
 }
-
 
 export async function exportToOtlp(reader: StoreReader, opts: OtlpExportOptions): Promise<OtlpExportResult> {
   const url = tracesUrl(opts.endpoint)
