@@ -2,7 +2,7 @@
  * Entry point of a worker child process; configured through FORGE_* variables (config/). The
  * composition root of the process: the only file of workers/ that reaches into app/ and stack/.
  */
-import { chmodSync, mkdirSync, readFileSync, rmSync, unwatchFile, watchFile, writeFileSync, type Stats } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, unwatchFile, watchFile, writeFileSync, type Stats } from 'node:fs'
 import { createServer, type Socket } from 'node:net'
 import { dirname } from 'node:path'
 import { lazySweepActivities } from '../app/sweep-activities-lazy.js'
@@ -49,6 +49,20 @@ function applySettings(settings: Record<string, string>, cwd: unknown): void {
   Object.assign(process.env, settings)
   if (typeof cwd === 'string') process.chdir(cwd)
 }
+
+/** When a build file was last written (0: missing). */
+function mtimeOf(file: string): number {
+  try {
+    return statSync(file).mtimeMs
+  } catch {
+    return 0
+  }
+}
+
+/** The build this process loaded: each build file's mtime as the process started. */
+const loadedBuild = new Map(buildFiles().map((file) => [file, mtimeOf(file)]))
+/** What it runs, as a claimer compares it: its Node, flags and build as it started, not as the files are now */
+const loadedStamp = workerBuildStamp()
 
 /** A forked worker's settings are its environment: at once, or (forked early, `--await-settings`) over IPC once its run is planned. */
 function start(): void {
@@ -144,13 +158,16 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
   let idle: NodeJS.Timeout | undefined = waitIdle()
   // a new build (npm run build, an upgrade): its runs are not this worker's, and its workflow worker,
   // polling between runs, must not take their workflow tasks with this build's code
+  // compared with the build this process loaded, not with the file as the watch first saw it: a build
+  // written between a run's end and this watch's first look is a new one too
   const built = buildFiles()
-  const onBuild = (now: Stats, before: Stats): void => {
-    if (now.mtimeMs === before.mtimeMs) return
+  const newBuild = (): void => {
     console.error(`warm worker ${process.pid}: a new build is there (${built.join(', ')}); exiting`)
     quit()
   }
-  for (const file of built) watchFile(file, { persistent: false, interval: 250 }, onBuild)
+  const onBuild = new Map(built.map((file) => [file, (now: Stats): void => void (now.mtimeMs !== loadedBuild.get(file) && newBuild())]))
+  for (const [file, listener] of onBuild) watchFile(file, { persistent: false, interval: 250 }, listener)
+  if (built.some((file) => mtimeOf(file) !== loadedBuild.get(file))) return newBuild()
   const onSignal = (): void => quit()
   process.once('SIGTERM', onSignal)
   process.once('SIGINT', onSignal)
@@ -166,7 +183,7 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
       return
     }
     const socket = serving
-    socket.write(jsonLine({ warmWorker: { pid: process.pid, build: workerBuildStamp() } }))
+    socket.write(jsonLine({ warmWorker: { pid: process.pid, build: loadedStamp } }))
     onJsonLines(socket, (message) => {
       if (claimed) {
         if (message['forgeWorkerRunDone'] === true) runDone()
@@ -177,7 +194,7 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
       if (typeof settings !== 'object' || settings === null) return void socket.destroy()
       claimed = true
       const warmupStopped = stopWarmup()
-      for (const file of built) unwatchFile(file, onBuild)
+      for (const [file, listener] of onBuild) unwatchFile(file, listener)
       // this worker is the run's now: the others in line go, and the slot is free for the next warm worker
       server.close()
       for (const other of line.splice(0)) if (other !== socket) other.destroy()

@@ -227,7 +227,7 @@ describe('warm workers', () => {
     const { atime, mtime } = statSync(bundle)
     utimesSync(bundle, atime, new Date(mtime.getTime() + 1_000))
     try {
-      expect(await until(() => !alive(pid))).toBe(true)
+      expect(await until(() => !alive(pid)), `worker log (its end):\n${readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8').slice(-6000)}`).toBe(true)
     } finally {
       utimesSync(bundle, atime, mtime)
     }
@@ -237,6 +237,39 @@ describe('warm workers', () => {
     const next = await runOn('build-2')
     expect(next.status).toBe('completed')
     expect(next.pids).not.toContain(pid)
+  })
+
+  it('exits after its run when a build was written while it served it, and the worker that run leaves goes when the build changes again', async () => {
+    const pid = await warmWorker()
+    const bundle = distEntry('workflow-bundle.js')
+    const { atime, mtime } = statSync(bundle)
+    const workerLog = (): string => readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8')
+    const waits = (): number => workerLog().split(`warm worker ${pid} waiting on `).length - 1
+    const waitedBefore = waits()
+    let fresh: number | undefined
+    try {
+      // the build lands while the worker serves a run (claimed, it watches nothing): it must not wait for
+      // the next run with the build it loaded — what it sees as it starts waiting is not its baseline
+      let bumped = false
+      const report = await runSuite(stack.config, smoke('build-during-run'), (event) => {
+        if (event.kind !== 'workers' || bumped) return
+        expect(event.pids).toEqual([pid])
+        utimesSync(bundle, atime, new Date(mtime.getTime() + 2_000))
+        bumped = true
+      })
+      expect(report.status).toBe('completed')
+      expect(bumped).toBe(true)
+      expect(await until(() => !alive(pid)), `worker log (its end):\n${workerLog().slice(-6000)}`).toBe(true)
+      expect(workerLog()).toContain(`warm worker ${pid}: a new build is there`)
+      expect(waits()).toBe(waitedBefore)
+      // the run left a fresh worker for the slot, of the build as it is now; the build changes again: it goes
+      fresh = await warmWorker()
+      expect(fresh).not.toBe(pid)
+    } finally {
+      utimesSync(bundle, atime, mtime)
+    }
+    expect(await until(() => !alive(fresh!)), `worker log (its end):\n${workerLog().slice(-6000)}`).toBe(true)
+    expect(workerLog()).toContain(`warm worker ${fresh}: a new build is there`)
   })
 
   it('stays waiting through a refused run and a connection that sends garbage', async () => {
@@ -570,11 +603,11 @@ describe("a warm worker's JIT warm-up (FORGE_WARM_WORKER_WARMUP)", () => {
         expect(first.pids).toEqual([pid])
         // it ran the run's 10 attempts: 290 more make its 300
         expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up while it waits, 290 mock attempt(s) (FORGE_WARM_WORKER_WARMUP 300 in all)`))).toBe(true)
-        expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up ran 290 attempt(s)`), 60_000)).toBe(true)
+        expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up ran 290 attempt(s)`), 60_000), `worker log (its end):\n${log().slice(-6000)}`).toBe(true)
         // then its workflow worker (polling on since the run): one warm-up workflow, taken by it, whose
         // batch activities went to a queue no worker polls and never ran (app/workflow-warmup.ts)
         const said = new RegExp(`warm worker ${pid}: workflow warm-up (forge-warmup-\\S+) scheduled (\\d+) batch activities nobody runs`)
-        expect(await until(() => said.test(log()), 60_000)).toBe(true)
+        expect(await until(() => said.test(log()), 60_000), `worker log (its end):\n${log().slice(-6000)}`).toBe(true)
         const [, warmupId, scheduled] = said.exec(log())!
         expect(Number(scheduled)).toBeGreaterThan(0)
         const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
