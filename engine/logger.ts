@@ -1,9 +1,19 @@
-import { destination, pino, type Logger } from 'pino'
+import { createRequire } from 'node:module'
+import type { Logger } from 'pino'
 import { readSetting, type LogLevel } from '../config/index.js'
 import { Redactor, secretValuesOf } from '../core/redaction.js'
 import type { LogCategory } from '../core/log-records.js'
 
 export type { Logger }
+
+type Pino = typeof import('pino')
+let pinoModule: Pino | undefined
+/**
+ * pino, loaded when the process makes its first logger (issue 15): a command that logs nothing — `forge
+ * run` plans with the adapters' registry, whose HTTP adapter makes a logger when it first logs — does not
+ * load and evaluate it (~15 ms of its start).
+ */
+const loadPino = (): Pino => (pinoModule ??= createRequire(import.meta.url)('pino') as Pino)
 
 /**
  * Categories of process logs beyond a run's (core/log-records `LOG_CATEGORIES`): the ingester's
@@ -34,6 +44,7 @@ export interface LogFields {
 export function createLogger(role: string, level: LogLevel = readSetting('logLevel'), category: LogRecordCategory = 'scheduler'): Logger {
   // log lines go to files under FORGE_HOME: they are redacted like everything a worker publishes
   const secrets = secretValuesOf(process.env)
+  const { pino, destination } = loadPino()
   return pino(
     {
       name: `forge-${role}`,

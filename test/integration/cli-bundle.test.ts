@@ -93,6 +93,10 @@ describe('the CLI bundle', () => {
     // the test can fail: what a run does need at once is among them
     const defining = (definition: string): string[] => files.filter((f) => readFileSync(join(bundle, f), 'utf8').includes(definition))
     for (const fn of ['async function planRun(', 'async function loadSuitePlan(', 'function loadPriceTable(', 'async function connectBus(']) expect(defining(fn).some((chunk) => eager.has(chunk)), fn).toBe(true)
+    // the logger module is loaded (the adapters' registry holds the HTTP adapter, which makes one when it
+    // first logs) but pino (~15 ms of a start) only once a logger is made: no eager chunk imports it
+    expect(defining('function createLogger(').some((chunk) => eager.has(chunk)), 'createLogger').toBe(true)
+    for (const chunk of eager) expect(/^import\b[^;]*\bfrom "pino";?$/m.test(readFileSync(join(bundle, chunk), 'utf8')), `${chunk} imports pino`).toBe(false)
 
     // the report (loaded while the workflow runs, on the cores the run's attempts use) holds what a run's
     // statistics and seal need and nothing of the suite generator: its YAML parser and suite loader were
