@@ -128,6 +128,11 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
   const otlp = config.otlpUrl === undefined ? undefined : followOtlpExports(nc, plan.run_id, tracesUrl(config.otlpUrl, '--otlp-url'))
   // warm workers that were still loading when the run started take their slots now
   if (run.workers > 0) await settleLoadingClaims(join(config.home, 'logs'))
+  // the next run of this home starts on workers that have loaded their code (stack/warm-workers.ts):
+  // the workers of the first warm slots (claimed warm ones, or forked for this run) wait for it,
+  // compiled hot by this run; a slot left without one gets a new one (read before any worker starts:
+  // a FORGE_WARM_WORKERS it refuses stops the run here, not its end)
+  const warmSlots = run.workers === 0 ? 0 : Math.min(readSetting('warmWorkers'), layout.processes)
   // --workers 0: no worker here; `forge worker` processes elsewhere (a fleet) run the attempts
   const pool = run.workers === 0 ? undefined : startWorkerPool({
     count: run.workers,
@@ -156,6 +161,7 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
   const loadReporting = (): Promise<typeof import('./run-report.js')> => (reporting ??= import('./run-report.js'))
   let observer: { stop(): void } | undefined
   let fleet: PollerWatch | undefined
+  let poolStopped: Promise<void> | undefined
   // says so when the store fails the ingester's inserts (a full disk): the run would wait on it without a word
   const storeWatch = watchStore(nc, ingesterLogOf(config, endpoints.local), (message) => onEvent({ kind: 'notice', message }))
   try {
@@ -196,6 +202,10 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     await fleet?.settle()
     progress.stop()
     const wallMs = Date.now() - started
+    // the run's workers are done with it: a warm one goes back to waiting (its attempt worker stopped)
+    // while the report is read, not after it (~10 ms of forge run's end, issue 15); a worker exporting
+    // spans live stops once they settled, after the report
+    if (otlp === undefined) poolStopped = pool?.stop({ keepWarm: warmSlots })
     const { reportRun } = await loadReporting()
     // read over this run's own bus connection: no new one for the final record, the statistics or the seal
     const report = await reportRun(config, plan, result, wallMs, run.ingest_timeout_ms, onEvent, { bus: nc })
@@ -211,11 +221,7 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     await supervisor?.stop()
     observer?.stop()
     await host?.stop()
-    // the next run of this home starts on workers that have loaded their code (stack/warm-workers.ts):
-    // the workers of the first warm slots (claimed warm ones, or forked for this run) wait for it,
-    // compiled hot by this run; a slot left without one gets a new one
-    const warmSlots = pool === undefined ? 0 : Math.min(readSetting('warmWorkers'), pool.layout.processes)
-    await pool?.stop({ keepWarm: warmSlots })
+    await (poolStopped ?? pool?.stop({ keepWarm: warmSlots }))
     // (best effort: a home it cannot write to costs the next run its start-up, never this run its report)
     if (pool !== undefined) {
       try {

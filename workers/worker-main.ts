@@ -342,8 +342,14 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
       workflowsRun = usable?.running ?? workflowWorker.run()
       workflowsRun.catch(() => undefined)
       running.push(Promise.race([workflowsRun, workflowsKept]))
-      // a stop that came while it was created
-      if (telemetry.draining && !keeping) workflowWorker.shutdown()
+      // a stop that came while it was created (a short run on a worker forked for it can end before the
+      // bundle loaded): kept as it would have been had it been there — else the warm worker the process
+      // becomes waits with none polling, and its next run's workflow tasks wait for one to be made
+      if (telemetry.draining && !keeping) {
+        keeping = serviceable(workflowWorker) && opts.keepWorkflows?.() === true
+        if (keeping) kept()
+        else workflowWorker.shutdown()
+      }
     }
     await Promise.all(running)
   } finally {

@@ -15,6 +15,7 @@ import { Client, Connection } from '@temporalio/client'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
+import { warmUpWorkflowWorker } from '../../app/workflow-warmup.js'
 import { settingsEnv } from '../../config/index.js'
 import { busAccessEnv } from '../../store/bus-auth.js'
 import { connectBus } from '../../store/bus.js'
@@ -270,6 +271,47 @@ describe('warm workers', () => {
     }
     expect(await until(() => !alive(fresh!)), `worker log (its end):\n${workerLog().slice(-6000)}`).toBe(true)
     expect(workerLog()).toContain(`warm worker ${fresh}: a new build is there`)
+  })
+
+  it('keeps the workflow worker it makes when its run was done before it existed (a short run ends while the bundle loads): it polls and serves', async () => {
+    // a worker serving a run that is over before its workflow worker is made (~150 ms of bundle load
+    // after its attempt worker polls): told to stop as it says it is ready, and that it may keep it
+    let stop!: () => void
+    const shutdown = new Promise<void>((resolve) => (stop = resolve))
+    const taskQueue = `keep-late-${process.pid}`
+    // the built worker, as a worker process runs it (its workflow bundle is dist's)
+    const { runWorker, retireWorkflows } = (await import(distEntry('workers/worker-main.js'))) as typeof import('../../workers/worker-main.js')
+    // with a worker's bus credentials, as its process gets them
+    const access = busAccessEnv(stack.endpoints.natsUrl, 'worker')
+    const before = Object.fromEntries(Object.keys(access).map((name) => [name, process.env[name]]))
+    Object.assign(process.env, access)
+    const kept = await runWorker({
+      temporalAddress: stack.endpoints.temporalAddress,
+      namespace: stack.config.temporal.namespace,
+      taskQueue,
+      natsUrl: stack.endpoints.natsUrl,
+      concurrency: 1,
+      logLevel: 'silent',
+      judge: false,
+      shutdown,
+      report: () => stop(),
+      keepWorkflows: () => true,
+    }).finally(() => {
+      for (const [name, value] of Object.entries(before)) {
+        if (value === undefined) delete process.env[name]
+        else process.env[name] = value
+      }
+    })
+    try {
+      expect(kept).toBeDefined()
+      expect(kept!.running).toBeDefined()
+      expect(kept!.worker.getState()).toBe('RUNNING')
+      // it polls: a workflow on its queue is served by it (a warm-up workflow: nothing runs its activities)
+      const report = await warmUpWorkflowWorker(kept!.connection, { namespace: stack.config.temporal.namespace, taskQueue })
+      expect(report.scheduled).toBeGreaterThan(0)
+    } finally {
+      if (kept !== undefined) await retireWorkflows(kept)
+    }
   })
 
   it('stays waiting through a refused run and a connection that sends garbage', async () => {
@@ -603,11 +645,11 @@ describe("a warm worker's JIT warm-up (FORGE_WARM_WORKER_WARMUP)", () => {
         expect(first.pids).toEqual([pid])
         // it ran the run's 10 attempts: 290 more make its 300
         expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up while it waits, 290 mock attempt(s) (FORGE_WARM_WORKER_WARMUP 300 in all)`))).toBe(true)
-        expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up ran 290 attempt(s)`), 60_000), `worker log (its end):\n${log().slice(-6000)}`).toBe(true)
+        expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up ran 290 attempt(s)`), 60_000), `worker log (its end):\n${log().split("\n").filter((l) => l.includes("warm worker") || l.includes("worker ")).join("\n").slice(-8000)}`).toBe(true)
         // then its workflow worker (polling on since the run): one warm-up workflow, taken by it, whose
         // batch activities went to a queue no worker polls and never ran (app/workflow-warmup.ts)
         const said = new RegExp(`warm worker ${pid}: workflow warm-up (forge-warmup-\\S+) scheduled (\\d+) batch activities nobody runs`)
-        expect(await until(() => said.test(log()), 60_000), `worker log (its end):\n${log().slice(-6000)}`).toBe(true)
+        expect(await until(() => said.test(log()), 60_000), `worker log (its end):\n${log().split("\n").filter((l) => l.includes("warm worker") || l.includes("worker ")).join("\n").slice(-8000)}`).toBe(true)
         const [, warmupId, scheduled] = said.exec(log())!
         expect(Number(scheduled)).toBeGreaterThan(0)
         const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
