@@ -2,7 +2,7 @@
  * Entry point of a worker child process; configured through FORGE_* variables (config/). The
  * composition root of the process: the only file of workers/ that reaches into app/ and stack/.
  */
-import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, unwatchFile, watchFile, writeFileSync, type Stats } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, unwatchFile, watchFile, writeFileSync } from 'node:fs'
 import { createServer, type Socket } from 'node:net'
 import { dirname } from 'node:path'
 import { lazySweepActivities } from '../app/sweep-activities-lazy.js'
@@ -160,14 +160,15 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
   // polling between runs, must not take their workflow tasks with this build's code
   // compared with the build this process loaded, not with the file as the watch first saw it: a build
   // written between a run's end and this watch's first look is a new one too
-  const built = buildFiles()
-  const newBuild = (): void => {
+  const built = [...loadedBuild.keys()]
+  const onBuild = (): void => {
+    if (built.every((file) => mtimeOf(file) === loadedBuild.get(file))) return
     console.error(`warm worker ${process.pid}: a new build is there (${built.join(', ')}); exiting`)
     quit()
   }
-  const onBuild = new Map(built.map((file) => [file, (now: Stats): void => void (now.mtimeMs !== loadedBuild.get(file) && newBuild())]))
-  for (const [file, listener] of onBuild) watchFile(file, { persistent: false, interval: 250 }, listener)
-  if (built.some((file) => mtimeOf(file) !== loadedBuild.get(file))) return newBuild()
+  onBuild()
+  if (quitting) return
+  for (const file of built) watchFile(file, { persistent: false, interval: 250 }, onBuild)
   const onSignal = (): void => quit()
   process.once('SIGTERM', onSignal)
   process.once('SIGINT', onSignal)
@@ -194,7 +195,7 @@ function awaitRunOnSocket(path: string, served = 0, listening: () => void = () =
       if (typeof settings !== 'object' || settings === null) return void socket.destroy()
       claimed = true
       const warmupStopped = stopWarmup()
-      for (const [file, listener] of onBuild) unwatchFile(file, listener)
+      for (const file of built) unwatchFile(file, onBuild)
       // this worker is the run's now: the others in line go, and the slot is free for the next warm worker
       server.close()
       for (const other of line.splice(0)) if (other !== socket) other.destroy()

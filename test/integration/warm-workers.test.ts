@@ -60,6 +60,9 @@ function warmWorkersAt(path: string): number[] {
   return pids
 }
 
+/** what a failed wait on slot 0's log shows: its workers' own lines (not the SDK's), the last of them */
+const workerLines = (): string => `worker log (its workers' lines, the last):\n${readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8').split('\n').filter((line) => /\bworker \d+/.test(line)).join('\n').slice(-8000)}`
+
 /** the one warm worker of slot 0 once it listens (a run leaves one when there is none) */
 async function warmWorker(): Promise<number> {
   if (!existsSync(warmSocketPath(stack.home, 0)) && warmWorkersAt(warmSocketPath(stack.home, 0)).length === 0) expect((await runOn('warm-leave')).status).toBe('completed')
@@ -228,7 +231,7 @@ describe('warm workers', () => {
     const { atime, mtime } = statSync(bundle)
     utimesSync(bundle, atime, new Date(mtime.getTime() + 1_000))
     try {
-      expect(await until(() => !alive(pid)), `worker log (its end):\n${readFileSync(`${stack.home}/logs/worker-0.log`, 'utf8').slice(-6000)}`).toBe(true)
+      expect(await until(() => !alive(pid)), workerLines()).toBe(true)
     } finally {
       utimesSync(bundle, atime, mtime)
     }
@@ -260,7 +263,7 @@ describe('warm workers', () => {
       })
       expect(report.status).toBe('completed')
       expect(bumped).toBe(true)
-      expect(await until(() => !alive(pid)), `worker log (its end):\n${workerLog().slice(-6000)}`).toBe(true)
+      expect(await until(() => !alive(pid)), workerLines()).toBe(true)
       expect(workerLog()).toContain(`warm worker ${pid}: a new build is there`)
       expect(waits()).toBe(waitedBefore)
       // the run left a fresh worker for the slot, of the build as it is now; the build changes again: it goes
@@ -269,7 +272,7 @@ describe('warm workers', () => {
     } finally {
       utimesSync(bundle, atime, mtime)
     }
-    expect(await until(() => !alive(fresh!)), `worker log (its end):\n${workerLog().slice(-6000)}`).toBe(true)
+    expect(await until(() => !alive(fresh!)), workerLines()).toBe(true)
     expect(workerLog()).toContain(`warm worker ${fresh}: a new build is there`)
   })
 
@@ -645,11 +648,11 @@ describe("a warm worker's JIT warm-up (FORGE_WARM_WORKER_WARMUP)", () => {
         expect(first.pids).toEqual([pid])
         // it ran the run's 10 attempts: 290 more make its 300
         expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up while it waits, 290 mock attempt(s) (FORGE_WARM_WORKER_WARMUP 300 in all)`))).toBe(true)
-        expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up ran 290 attempt(s)`), 60_000), `worker log (its end):\n${log().split("\n").filter((l) => l.includes("warm worker") || l.includes("worker ")).join("\n").slice(-8000)}`).toBe(true)
+        expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up ran 290 attempt(s)`), 60_000), workerLines()).toBe(true)
         // then its workflow worker (polling on since the run): one warm-up workflow, taken by it, whose
         // batch activities went to a queue no worker polls and never ran (app/workflow-warmup.ts)
         const said = new RegExp(`warm worker ${pid}: workflow warm-up (forge-warmup-\\S+) scheduled (\\d+) batch activities nobody runs`)
-        expect(await until(() => said.test(log()), 60_000), `worker log (its end):\n${log().split("\n").filter((l) => l.includes("warm worker") || l.includes("worker ")).join("\n").slice(-8000)}`).toBe(true)
+        expect(await until(() => said.test(log()), 60_000), workerLines()).toBe(true)
         const [, warmupId, scheduled] = said.exec(log())!
         expect(Number(scheduled)).toBeGreaterThan(0)
         const connection = await Connection.connect({ address: stack.endpoints.temporalAddress })
