@@ -122,7 +122,9 @@ async function promptfoo(scratch: string, runDir: string, workload: PeerWorkload
     '--no-progress-bar',
     '--no-table',
   ]
-  const env = { ...process.env, PROMPTFOO_CONFIG_DIR: home, PROMPTFOO_DISABLE_TELEMETRY: '1', PROMPTFOO_DISABLE_UPDATE: '1', PROMPTFOO_DISABLE_SHARING: '1', NO_COLOR: '1' }
+  // its per-run debug log (~2.8 MiB for 1,000 attempts) off: not where it keeps results, and writing it
+  // crashed promptfoo 0.121 as it exited, now and then ("write after end" in its file logger)
+  const env = { ...process.env, PROMPTFOO_CONFIG_DIR: home, PROMPTFOO_DISABLE_DEBUG_LOG: '1', PROMPTFOO_DISABLE_TELEMETRY: '1', PROMPTFOO_DISABLE_UPDATE: '1', PROMPTFOO_DISABLE_SHARING: '1', NO_COLOR: '1' }
   // promptfoo exits 100 when assertions failed; anything else non-zero is a broken run
   const spawned = await run(argv, { env, cwd: runDir, log })
   if (spawned.code !== 0 && spawned.code !== 100) throw new Error(`promptfoo exited with code ${spawned.code}; see ${log}`)
