@@ -2,6 +2,7 @@
  * `forge trace`: one stored attempt's span tree, found by attempt_uid or by run, task and attempt
  * number, with the facts of its attempts row and its newest judgement (tier 2, review flag).
  */
+import type { Judgement, StoredTrace } from '../core/contracts/index.js'
 import { buildTraceView, type TraceView } from '../core/span-tree.js'
 import type { StoreReader } from '../store/clickhouse.js'
 import { findAttempts, getAttemptEntry, getJudgementByUid, getTraceByUid, runTaskIds, type AttemptListEntry } from '../store/report-queries.js'
@@ -38,6 +39,11 @@ export async function getTraceView(reader: StoreReader, request: TraceRequest): 
   if (!stored) {
     throw new ConfigError(`attempt ${entry.attempt_uid} is stored but its trace is not (runs stored before traces were kept, or the ingester is still behind)`)
   }
+  return storedTraceView(stored, entry, judgement)
+}
+
+/** A stored trace as a view, with the facts of its attempts row and its newest judgement (`forge trace`, `forge ui`). */
+export function storedTraceView(stored: StoredTrace, entry: AttemptListEntry, judgement: Judgement | undefined): TraceView {
   return buildTraceView(stored, {
     model: entry.model,
     cost_usd: entry.cost_usd,

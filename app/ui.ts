@@ -16,12 +16,12 @@ import { attemptPage, countMatching, getAttemptEntry, getJudgementByUid, getTrac
 import type { ForgeConfig } from '../stack/config.js'
 import { ConfigError } from '../stack/errors.js'
 import { currentEndpoints } from '../stack/local-stack.js'
-import { buildTraceView } from '../core/span-tree.js'
 import { buildRunReport } from './report.js'
 import { renderReport } from './render/report-html.js'
 import { renderTrace } from './render/trace-html.js'
 import { CSP } from './render/html.js'
 import { attemptsPageHtml, notFoundHtml, runPageHtml, runsPageHtml, uiPaths } from './render/ui-html.js'
+import { storedTraceView } from './trace.js'
 import { getRunStats } from './stats.js'
 import { openReader } from './store-access.js'
 
@@ -165,16 +165,7 @@ export async function startUi(config: ForgeConfig, opts: UiOptions): Promise<UiS
       const view = await readers.use(async (reader) => {
         const [entry, stored, judgement] = await Promise.all([getAttemptEntry(reader, uid), getTraceByUid(reader, uid), getJudgementByUid(reader, uid)])
         if (!entry || !stored) throw new NotFound(`no stored trace for attempt "${uid}"`)
-        return buildTraceView(stored, {
-          model: entry.model,
-          cost_usd: entry.cost_usd,
-          latency_ms: entry.latency_ms,
-          input_tokens: entry.input_tokens,
-          output_tokens: entry.output_tokens,
-          tier2: judgement?.tier2 ?? null,
-          needs_human_review: judgement?.needs_human_review ?? false,
-          review_reasons: judgement?.review_reasons ?? [],
-        })
+        return storedTraceView(stored, entry, judgement)
       })
       return { html: renderTrace(view, { backHref: uiPaths.attempts(view.run_id, { taskId: view.task_id }), backLabel: `task ${view.task_id} of run ${view.run_id}` }), json: view }
     }

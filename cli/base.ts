@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs'
 import { format } from 'node:util'
 import { Command } from '@oclif/core'
 import { EXIT_CODES, exitCodeOf } from '../core/errors.js'
@@ -27,6 +28,18 @@ export abstract class ForgeCommand extends Command {
     if (typeof input === 'string') return super.warn(terminalSafe(input))
     input.message = terminalSafe(input.message)
     return super.warn(input)
+  }
+
+  /** Prints a JSON Schema, or writes it to `out` (the `schema` commands); returns it for `--json`. */
+  protected emitSchema(schema: Record<string, unknown>, out: string | undefined): Record<string, unknown> {
+    const text = `${JSON.stringify(schema, null, 2)}\n`
+    if (out) {
+      writeFileSync(out, text)
+      if (!this.jsonEnabled()) this.log(`wrote ${out}`)
+    } else if (!this.jsonEnabled()) {
+      process.stdout.write(text)
+    }
+    return schema
   }
 
   /** What the run views print through (cli/run-view.ts). */

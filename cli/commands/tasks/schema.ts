@@ -1,5 +1,4 @@
 import { Flags } from '@oclif/core'
-import { writeFileSync } from 'node:fs'
 import { taskJsonSchema } from '../../../core/task-json-schema.js'
 import { ForgeCommand } from '../../base.js'
 
@@ -17,14 +16,6 @@ export default class TasksSchema extends ForgeCommand {
 
   async run(): Promise<Record<string, unknown>> {
     const { flags } = await this.parse(TasksSchema)
-    const schema = taskJsonSchema()
-    const text = `${JSON.stringify(schema, null, 2)}\n`
-    if (flags.out) {
-      writeFileSync(flags.out, text)
-      if (!this.jsonEnabled()) this.log(`wrote ${flags.out}`)
-    } else if (!this.jsonEnabled()) {
-      process.stdout.write(text)
-    }
-    return schema
+    return this.emitSchema(taskJsonSchema(), flags.out)
   }
 }
