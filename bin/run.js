@@ -11,5 +11,15 @@ if (!(major >= MIN_NODE_MAJOR)) {
 }
 process.env.OCLIF_DISABLE_ENGINE_WARNING = '1'
 
-const { execute } = await import('../dist/cli-bundle/oclif.js')
-await execute({ dir: import.meta.url })
+// `forge run`: the warm CLI the run before left (stack/warm-cli.ts) runs it if there is one, with
+// oclif and the run command loaded already; else, or for any other command, this process does
+let exitCode
+if (process.argv[2] === 'run') {
+  const { runOnWarmCli } = await import('../dist/cli/warm-cli-client.js')
+  exitCode = await runOnWarmCli(process.argv.slice(2))
+}
+if (exitCode !== undefined) process.exitCode = exitCode
+else {
+  const { execute } = await import('../dist/cli-bundle/oclif.js')
+  await execute({ dir: import.meta.url })
+}

@@ -10,6 +10,7 @@
  */
 import { z } from 'zod'
 import { ConfigError } from '../core/errors.js'
+import { HOME_FALLBACK, SWITCH_OFF, SWITCH_ON, WARM_CLI_FALLBACK } from './early.js'
 
 /** One FORGE_* variable. */
 export interface SettingDefinition<T> {
@@ -39,8 +40,8 @@ const wholeNumber = (min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().min(min, `must be a whole number from ${min} to ${max}`).max(max, `must be a whole number from ${min} to ${max}`))
 const switchValue = z
-  .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], 'must be 1 or 0 (or true/false, yes/no, on/off)')
-  .transform((value) => ['1', 'true', 'yes', 'on'].includes(value))
+  .enum([...SWITCH_ON, ...SWITCH_OFF], 'must be 1 or 0 (or true/false, yes/no, on/off)')
+  .transform((value) => (SWITCH_ON as readonly string[]).includes(value))
 const httpUrl = z.string().regex(/^https?:\/\//, 'must be an http(s) URL')
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -55,8 +56,8 @@ export const SETTINGS = {
   home: define({
     variable: 'FORGE_HOME',
     description: 'Directory of the embedded stack: stack.json, logs, the chDB store (relative to the working directory)',
-    fallback: '.forge',
-    defaultText: '.forge',
+    fallback: HOME_FALLBACK,
+    defaultText: HOME_FALLBACK,
     schema: text,
   }),
   storePath: define({
@@ -165,6 +166,13 @@ export const SETTINGS = {
     fallback: 3000,
     defaultText: '3000',
     schema: wholeNumber(0, 1_000_000),
+  }),
+  warmCli: define({
+    variable: 'FORGE_WARM_CLI',
+    description: 'A local forge run that leaves warm workers also leaves a forge process loaded (oclif and the run command) that runs the next forge run of this FORGE_HOME and exits (0: off)',
+    fallback: WARM_CLI_FALLBACK,
+    defaultText: '1',
+    schema: switchValue,
   }),
   ingesterWarmup: define({
     variable: 'FORGE_INGESTER_WARMUP',

@@ -53,6 +53,8 @@ for (const file of [...entriesUnder(join(dist, 'cli', 'commands')), join(dist, '
 }
 // bin/run.js loads oclif from here: the copy the commands extend
 input['oclif'] = join(dist, 'cli', 'oclif.js')
+// the warm CLI (stack/warm-cli.ts): the same modules, loaded ahead of the next forge run
+input['warm-cli'] = join(dist, 'cli', 'warm-cli.js')
 if (Object.keys(input).length < 3) throw new Error('bundle-cli: no commands under dist/cli/commands (run tsc first)')
 
 rmSync(out, { recursive: true, force: true })

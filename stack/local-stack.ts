@@ -17,6 +17,7 @@ import { StackStartError } from './errors.js'
 import { temporalHttpClient } from './temporal-http.js'
 import { distEntry } from './paths.js'
 import { stopWarmWorkers, warmWorkers } from './warm-workers.js'
+import { stopWarmCli, warmCliPid, warmCliSocketPath } from './warm-cli.js'
 import { busAccessEnv, ensureBusSecrets, natsAuthorization, registerLocalBus } from '../store/bus-auth.js'
 
 export interface ProcessEntry {
@@ -124,6 +125,12 @@ export function stackStatus(config: ForgeConfig): ComponentStatus[] {
       state: 'running' as const,
       detail: `pid ${pid} ${listening ? 'waiting for the next run' : 'loading'}, RSS ${mebibytes(pid)} MiB (FORGE_WARM_WORKERS, FORGE_WARM_WORKER_IDLE, FORGE_WARM_WORKER_RUNS, FORGE_WARM_WORKER_WARMUP)`,
     })),
+    // the loaded forge process that runs the next forge run (stack/warm-cli.ts)
+    ...[warmCliPid(config.home)].flatMap((pid) =>
+      pid === undefined
+        ? []
+        : [{ name: 'warm-cli', state: 'running' as const, detail: `pid ${pid} ${existsSync(warmCliSocketPath(config.home)) ? 'waiting for the next forge run' : 'loading'}, RSS ${mebibytes(pid)} MiB (FORGE_WARM_CLI, FORGE_WARM_WORKER_IDLE)` }],
+    ),
   ]
 }
 
@@ -309,6 +316,7 @@ export async function stackDown(config: ForgeConfig): Promise<string[]> {
     writeStackState(config.home, state)
     // warm workers wait for runs of this stack's home (stack/warm-workers.ts)
     if ((await stopWarmWorkers(config.home)) > 0) stopped.push('warm workers')
+    if (await stopWarmCli(config.home)) stopped.push('warm CLI')
     return stopped
   })
 }

@@ -37,7 +37,7 @@ export const WARM_SOCKET_ARG = '--await-settings-socket'
 export const WARM_SLOT_ARG = '--warm-socket'
 
 /** a unix socket path longer than this is refused by some kernels (108 bytes on Linux, 104 on macOS) */
-const SOCKET_PATH_MAX = 100
+export const SOCKET_PATH_MAX = 100
 
 export const warmDir = (home: string): string => join(resolve(home), 'warm')
 export const warmSocketPath = (home: string, slot: number): string => join(warmDir(home), `worker-${slot}.sock`)
@@ -66,11 +66,16 @@ export function buildFiles(): string[] {
 
 /** What a warm worker runs: a claimer running other code (or another Node, other flags) does not take it. */
 export function workerBuildStamp(): string {
+  return buildStampOf(distEntry('workers/worker-process.js'))
+}
+
+/** This process's Node, its flags and NODE_OPTIONS, and when `builtFile` was written (0: not built, so nothing can start either). */
+export function buildStampOf(builtFile: string): string {
   let built = 0
   try {
-    built = statSync(distEntry('workers/worker-process.js')).mtimeMs
+    built = statSync(builtFile).mtimeMs
   } catch {
-    // not built: no worker can start either
+    // not built
   }
   return JSON.stringify([process.version, process.execPath, process.execArgv, process.env['NODE_OPTIONS'] ?? '', built])
 }

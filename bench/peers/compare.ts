@@ -66,7 +66,13 @@ function must(spawned: Spawned, what: string, log: string): Spawned {
   return spawned
 }
 
-async function forgeCli(config: ForgeConfig, workload: PeerWorkload, seed: string, logs: string): Promise<{ measured: Measured; report: Record<string, unknown> }> {
+const readText = (path: string): string => (existsSync(path) ? readFileSync(path, 'utf8') : '')
+
+/**
+ * `forge run` as a user runs it, spawn to exit. `warmCli`: on the warm CLI the run before left
+ * (stack/warm-cli.ts: oclif and the run command loaded ahead), else in its own process (FORGE_WARM_CLI=0).
+ */
+async function forgeCli(config: ForgeConfig, workload: PeerWorkload, seed: string, logs: string, warmCli: boolean): Promise<{ measured: Measured; report: Record<string, unknown> }> {
   const log = join(logs, `forge-run-${seed}.log`)
   const argv = [
     process.execPath,
@@ -88,13 +94,17 @@ async function forgeCli(config: ForgeConfig, workload: PeerWorkload, seed: strin
     seed,
     '--json',
   ]
-  const spawned = must(await run(argv, { env: { ...process.env, FORGE_HOME: config.home, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' }, cwd: packageRoot(), log }), 'forge run', log)
+  const env = { ...process.env, FORGE_HOME: config.home, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '', FORGE_WARM_CLI: warmCli ? '1' : '0' }
+  const spawned = must(await run(argv, { env, cwd: packageRoot(), log }), 'forge run', log)
   const report = JSON.parse(spawned.stdout) as Record<string, unknown>
   const total = Number(report['expected_attempts'])
+  // the warm CLI names each command it runs in its log
+  const served = warmCli && readText(join(config.home, 'logs', 'cli-warm.log')).includes(`"--seed" "${seed}"`)
+  if (warmCli && !served) console.log('  (no warm CLI took forge run: it ran in its own process)')
   return {
     report,
     measured: {
-      harness: 'forge run (CLI, stack up)',
+      harness: warmCli ? `forge run (CLI, stack up${served ? ', on the warm CLI' : ''})` : 'forge run (CLI, stack up, FORGE_WARM_CLI=0)',
       attempts: total,
       persisted: `${String(report['attempts'])} attempt rows (ClickHouse)`,
       process_ms: spawned.wall_ms,
@@ -219,8 +229,11 @@ async function main(): Promise<void> {
     const first = await inProcessEngineLoop(config, engineInput)
     console.log(`  forge in-process: ${fixed(first.attempts_per_second)} attempts/s`)
     await idle('forge run')
-    const forge = await forgeCli(config, workload, 'peers', logs)
+    const forge = await forgeCli(config, workload, 'peers', logs, true)
     console.log(`  forge run: ${fixed(perSecond(total, forge.measured.process_ms!))} attempts/s (process)`)
+    await idle('forge run in its own process')
+    const forgeOwnProcess = await forgeCli(config, workload, 'peers-own-process', logs, false)
+    console.log(`  forge run (FORGE_WARM_CLI=0): ${fixed(perSecond(total, forgeOwnProcess.measured.process_ms!))} attempts/s (process)`)
     const pf = await promptfoo(scratch, runDir, workload, logs)
     console.log(`  promptfoo: ${fixed(perSecond(total, pf.process_ms!))} attempts/s (process)`)
     const inspect = await inspectAi(scratch, runDir, logs)
@@ -228,7 +241,7 @@ async function main(): Promise<void> {
     const last = await inProcessEngineLoop(config, engineInput)
     console.log(`  forge in-process again: ${fixed(last.attempts_per_second)} attempts/s`)
 
-    const rows: Measured[] = [inProcessRow('forge engine in one process (first)', first), forge.measured, pf, inspect, inProcessRow('forge engine in one process (last)', last)]
+    const rows: Measured[] = [inProcessRow('forge engine in one process (first)', first), forge.measured, forgeOwnProcess.measured, pf, inspect, inProcessRow('forge engine in one process (last)', last)]
     const forgeProcess = perSecond(total, forge.measured.process_ms!)
     const forgeHarness = perSecond(total, forge.measured.harness_ms!)
     const rate = (ms: number | undefined, attemptsOf: number): string => (ms === undefined ? '—' : fixed(perSecond(attemptsOf, ms)))

@@ -5,7 +5,8 @@ import { runConfigFromFlags, type RunConfigInput } from '../../app/run-config.js
 import { ConfigError } from '../../core/errors.js'
 import { SANDBOXED_ADAPTERS, unsandboxedNote } from '../../engine/sandbox/config.js'
 import { runSuite, type RunEvent, type RunReport } from '../../app/run.js'
-import { resolveConfig, type ForgeConfig } from '../../config/index.js'
+import { readSetting, resolveConfig, type ForgeConfig } from '../../config/index.js'
+import { leaveWarmCli } from '../../stack/warm-cli.js'
 import { tracesUrl } from '../../app/otlp-url.js'
 import { ForgeCommand } from '../base.js'
 import { logFlags, parseLogOptions, runOutput } from '../log-options.js'
@@ -137,7 +138,21 @@ export default class Run extends ForgeCommand {
       output.finish()
       process.off('SIGINT', onInterrupt)
     })
+    leaveWarmCliAfter(config, flags.workers)
     return finishRunCommand(this.runCommandOutput(), report)
+  }
+}
+
+/**
+ * A local run that leaves warm workers leaves a warm CLI too (stack/warm-cli.ts): the next `forge run`
+ * of this FORGE_HOME finds oclif and this command loaded. Best effort: without one it starts cold.
+ */
+function leaveWarmCliAfter(config: ForgeConfig, workers: number): void {
+  if (!readSetting('warmCli') || readSetting('warmWorkers') === 0 || workers === 0 || config.temporal.address !== undefined) return
+  try {
+    leaveWarmCli(config.home)
+  } catch {
+    // the next run starts as it always did
   }
 }
 

@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { readSetting, reportSettings, resolveConfig, SETTINGS, settingsEnv, type ForgeConfig } from '../../config/index.js'
 import { ConfigError } from '../../core/errors.js'
+import { earlyHome, earlyWarmCli } from '../../config/early.js'
+import { loadSettings } from '../../config/settings.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -205,6 +207,23 @@ describe('the settings table', () => {
     const variables = Object.values(SETTINGS).map((s) => s.variable)
     expect(new Set(variables).size).toBe(variables.length)
     for (const s of Object.values(SETTINGS)) expect({ variable: s.variable, ok: /^FORGE_[A-Z_]+$/.test(s.variable) && s.description !== '' && s.defaultText !== '' }).toEqual({ variable: s.variable, ok: true })
+  })
+
+  it('reads FORGE_HOME and FORGE_WARM_CLI before the settings load (config/early.ts) as the settings read them', () => {
+    for (const value of [undefined, '', '  ', '1', '0', 'true', 'false', 'yes', 'no', 'on', 'off', 'ON', '2', 'maybe', ' 0 ']) {
+      const variables = value === undefined ? {} : { FORGE_WARM_CLI: value }
+      let setting: boolean | undefined
+      try {
+        setting = loadSettings(variables).warmCli
+      } catch {
+        setting = undefined
+      }
+      expect({ value, early: earlyWarmCli(variables) }).toEqual({ value, early: setting })
+    }
+    for (const home of [undefined, '', 'state', '/abs/home', ' rel/h ']) {
+      const variables = home === undefined ? {} : { FORGE_HOME: home }
+      expect(earlyHome(variables, '/work/dir')).toBe(resolveConfig(variables, '/work/dir').home)
+    }
   })
 
   it('is the only reader of FORGE_* variables in the sources', () => {
