@@ -38,6 +38,9 @@ let port: number
 /** a stand-in for a warm worker's socket: a connection to it is an escape */
 let warmStandIn: Server
 let warmReached = 0
+/** and for the warm CLI's (stack/warm-cli.ts): whoever reaches it could run a forge command of their choosing */
+let warmCliStandIn: Server
+let warmCliReached = 0
 const marker = `forge-escapee-${process.pid}`
 
 /** Every file of a directory with its sha-256, to prove nothing was written. */
@@ -115,6 +118,12 @@ beforeAll(async () => {
     socket.destroy()
   })
   await new Promise<void>((resolve) => warmStandIn.listen(join(forgeHome, 'warm', 'worker-1.sock'), () => resolve()))
+  warmCliStandIn = createServer((socket) => {
+    warmCliReached++
+    socket.on('error', () => undefined)
+    socket.destroy()
+  })
+  await new Promise<void>((resolve) => warmCliStandIn.listen(join(forgeHome, 'warm', 'cli.sock'), () => resolve()))
   process.env['FORGE_HOME'] = forgeHome
 })
 
@@ -122,6 +131,7 @@ afterAll(async () => {
   for (const pid of processesWith(marker)) process.kill(pid, 'SIGKILL')
   await new Promise<void>((resolve) => listener.close(() => resolve()))
   await new Promise<void>((resolve) => warmStandIn.close(() => resolve()))
+  await new Promise<void>((resolve) => warmCliStandIn.close(() => resolve()))
   rmSync(work, { recursive: true, force: true })
   delete process.env['FORGE_HOME']
 })
@@ -147,6 +157,7 @@ describe('the adversarial agent in the sandbox', () => {
     expect(snapshot(suiteDir)).toEqual(before)
     expect(readdirSync(forgeHome).sort()).toEqual(['goldens', 'stack.json', 'warm'])
     expect(warmReached).toBe(0)
+    expect(warmCliReached).toBe(0)
     // setsid and double-fork escapees died with their attempt's namespace
     expect(processesWith(marker)).toEqual([])
     console.info(`security: ${attacks.length}/${attacks.length} attacks found nothing (${attacks.map(({ report }) => `${report.attack}: ${report.tried} tries`).join(', ')})`)
@@ -192,5 +203,7 @@ describe('the same attacks without the sandbox (control)', () => {
     const { result, report } = await attackOnce(taskId, { command: ['node', adversary], env: attackEnv(), sandbox: false })
     expect([result.outcome, result.validity]).toEqual(['pass', 'degraded'])
     expect(report.findings.length).toBeGreaterThan(0)
+    // unsandboxed, the warm sockets' attack reaches the warm CLI's too
+    if (taskId === 'warm_worker') expect(report.findings).toContain(`reached the warm worker socket ${join(forgeHome, 'warm', 'cli.sock')} (and told it to stop)`)
   }, 60_000)
 })

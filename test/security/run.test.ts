@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RunStats } from '../../app/stats.js'
 import { packageRoot } from '../../stack/paths.js'
 import { leaveWarmWorkers, stopWarmWorkers, waitForWarmWorkers, warmSocketPath } from '../../stack/warm-workers.js'
-import { alive } from '../helpers/processes.js'
+import { leaveWarmCli, stopWarmCli, warmCliSocketPath } from '../../stack/warm-cli.js'
+import { alive, until } from '../helpers/processes.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { CANARY } from './canary.js'
 
@@ -62,7 +63,7 @@ function agentConfig(attack: boolean): string {
 }
 
 function run(runId: string, attack: boolean, extra: string[] = []): ReturnType<typeof forge> {
-  return forge(['run', '--suite', suiteDir, '--adapter', 'subprocess', '--adapter-config', agentConfig(attack), '--attempts', '2', '--concurrency', '4', '--seed', '1', '--run-id', runId, '--json', ...extra], stack.env, 300_000)
+  return forge(['run', '--suite', suiteDir, '--adapter', 'subprocess', '--adapter-config', agentConfig(attack), '--attempts', '2', '--concurrency', '4', '--seed', '1', '--run-id', runId, '--json', ...extra], { ...stack.env, FORGE_WARM_CLI: '0' }, 300_000)
 }
 
 function sql<T>(query: string): T[] {
@@ -98,6 +99,10 @@ describe('an adversarial run', () => {
     // a real warm worker waits in slot 1 all through the attack (the run's one worker takes slot 0)
     const [, waiting] = leaveWarmWorkers(stack.home, 2)
     expect(await waitForWarmWorkers(stack.home, 2, 60_000)).toBe(true)
+    // and a warm CLI (the runs here run in their own process: FORGE_WARM_CLI=0)
+    const warmCli = leaveWarmCli(stack.home)
+    expect(warmCli).toBeDefined()
+    expect(await until(() => existsSync(warmCliSocketPath(stack.home)), 30_000)).toBe(true)
     const a = run('sec-attack', true)
     expect(a.status, a.stderr).toBe(0)
     hostile = JSON.parse(a.stdout) as RunStats
@@ -106,6 +111,10 @@ describe('an adversarial run', () => {
     expect(existsSync(warmSocketPath(stack.home, 1))).toBe(true)
     expect(readFileSync(join(stack.home, 'logs', 'worker-1.log'), 'utf8')).not.toMatch(/claimed by a run|exiting/)
     expect(await stopWarmWorkers(stack.home)).toBeGreaterThanOrEqual(1)
+    expect(alive(warmCli!)).toBe(true)
+    expect(existsSync(warmCliSocketPath(stack.home))).toBe(true)
+    expect(readFileSync(join(stack.home, 'logs', 'cli-warm.log'), 'utf8')).not.toContain('running forge')
+    expect(await stopWarmCli(stack.home)).toBe(true)
     expect(perTask(hostile)).toEqual(perTask(honest))
     expect(Object.values(perTask(hostile)).every((kn) => kn === '2/2')).toBe(true)
     expect([hostile.attempts, hostile.suite_rate, hostile.validity]).toEqual([honest.attempts, honest.suite_rate, honest.validity])

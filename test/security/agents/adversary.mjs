@@ -122,7 +122,8 @@ const attacks = {
     // it could hand it a run's settings of their choosing, or stop it
     const dir = join(env.ATTACK_FORGE_HOME, 'warm')
     const listed = attempt(`readdir ${dir}`, () => readdirSync(dir))
-    const sockets = new Set([0, 1, 2, 3].map((slot) => join(dir, `worker-${slot}.sock`)))
+    // and the warm CLI's: whoever reaches it could run a forge command of their choosing
+    const sockets = new Set([...[0, 1, 2, 3].map((slot) => join(dir, `worker-${slot}.sock`)), join(dir, 'cli.sock')])
     if (Array.isArray(listed)) for (const name of listed) if (name.endsWith('.sock')) sockets.add(join(dir, name))
     for (const path of sockets) {
       tried.push(`unix ${path}`)
@@ -134,7 +135,7 @@ const attacks = {
         })
         socket.once('error', () => resolve(false))
         socket.once('connect', () => {
-          socket.end(`${JSON.stringify({ forgeWorkerStop: true })}\n`)
+          socket.end(`${JSON.stringify({ forgeWorkerStop: true })}\n${JSON.stringify({ forgeCliStop: true })}\n`)
           resolve(true)
         })
       })
