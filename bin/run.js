@@ -15,7 +15,7 @@ process.env.OCLIF_DISABLE_ENGINE_WARNING = '1'
 // oclif and the run command loaded already; else, or for any other command, this process does
 let exitCode
 if (process.argv[2] === 'run') {
-  const { runOnWarmCli } = await import('../dist/cli/warm-cli-client.js')
+  const { runOnWarmCli } = await import('../dist/cli-bundle/warm-cli-client.js')
   exitCode = await runOnWarmCli(process.argv.slice(2))
 }
 if (exitCode !== undefined) process.exitCode = exitCode

@@ -67,4 +67,12 @@ await build({
   external: (id) => !id.startsWith('.') && !id.startsWith('/') && !id.startsWith('\0') && !bundled(id),
   output: { dir: out, format: 'esm', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js' },
 })
-console.log(`cli bundle: ${out} (${Object.keys(input).length} entries) in ${Date.now() - started} ms`)
+// what bin/run.js loads first for `forge run` (cli/warm-cli-client.ts): one file of its own, no chunk shared
+await build({
+  input: { 'warm-cli-client': join(dist, 'cli', 'warm-cli-client.js') },
+  platform: 'node',
+  logLevel: 'warn',
+  external: (id) => id.startsWith('node:'),
+  output: { dir: out, format: 'esm', entryFileNames: '[name].js' },
+})
+console.log(`cli bundle: ${out} (${Object.keys(input).length} entries and the warm CLI's client) in ${Date.now() - started} ms`)
