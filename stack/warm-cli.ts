@@ -18,10 +18,9 @@
  */
 import { spawn } from 'node:child_process'
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { join, resolve } from 'node:path'
 import { distEntry } from './paths.js'
-import { buildStampOf, jsonLine, onJsonLines, SOCKET_PATH_MAX, warmDir } from './warm-workers.js'
+import { buildStampOf, SOCKET_PATH_MAX, stopAt, warmDir } from './warm-workers.js'
 
 /** the argument that names the socket a warm CLI listens on (cli/warm-cli.ts); /proc shows it */
 export const WARM_CLI_ARG = '--warm-cli-socket'
@@ -118,21 +117,7 @@ export function stopWarmCli(home: string, timeoutMs = 3_000): Promise<boolean> {
   const socketPath = warmCliSocketPath(home)
   if (!existsSync(socketPath)) return Promise.resolve(false)
   // no pid file (or no /proc to tell): told over its socket
-  return new Promise((resolveStop) => {
-    const socket = connect(socketPath)
-    let told = false
-    const timer = setTimeout(() => socket.destroy(), timeoutMs)
-    socket.on('error', () => rmSync(socketPath, { force: true }))
-    onJsonLines(socket, (message) => {
-      if (told || message['warmCli'] === undefined) return
-      told = true
-      socket.end(jsonLine({ forgeCliStop: true }))
-    })
-    socket.on('close', () => {
-      clearTimeout(timer)
-      resolveStop(told)
-    })
-  })
+  return stopAt(socketPath, timeoutMs, 'warmCli', { forgeCliStop: true })
 }
 
 /** whether `pid` is a warm CLI for `socket` (false where /proc cannot tell) */

@@ -388,7 +388,11 @@ function isWarmWorker(pid: number, socket: string): boolean {
   }
 }
 
-function stopAt(path: string, timeoutMs: number): Promise<boolean> {
+/**
+ * Tells the process listening at `path` to stop: once it says its hello (`{ [hello]: … }`), `stop` is
+ * sent; true when it was told. A socket nobody listens on is removed.
+ */
+export function stopAt(path: string, timeoutMs: number, hello = 'warmWorker', stop: object = { forgeWorkerStop: true }): Promise<boolean> {
   return new Promise((resolveStop) => {
     const socket = connect(path)
     let told = false
@@ -403,9 +407,9 @@ function stopAt(path: string, timeoutMs: number): Promise<boolean> {
       }
     })
     onJsonLines(socket, (message) => {
-      if (told || message['warmWorker'] === undefined) return
+      if (told || message[hello] === undefined) return
       told = true
-      socket.write(jsonLine({ forgeWorkerStop: true }))
+      socket.write(jsonLine(stop))
     })
     // it closes the connection as it exits
     socket.on('close', () => {
