@@ -40,7 +40,7 @@ async function main(): Promise<void> {
 
   let taken = false
   const server = createServer((socket) => {
-    // one client only (one that connected as the first did is left to run its command itself): the next run that ends leaves the next warm CLI
+    // one client only (one that connected as the first did is left to run its command itself); this one leaves the next warm CLI as it exits
     if (taken) return void socket.destroy()
     taken = true
     server.close()

@@ -5,7 +5,7 @@
  * (directory 0700, socket 0600: only this user) and logs to `logs/cli-warm.log`. `bin/run.js`, given
  * `run`, connects there first (cli/warm-cli-client.ts): the warm CLI runs that one command as that
  * process would — its arguments, environment and working directory, its terminal's width — sends its
- * output and exit code back, and exits; the run it served leaves the next one. Anything else (no warm
+ * output and exit code back, leaves the next warm CLI and exits. Anything else (no warm
  * CLI, one of another build, Node or NODE_OPTIONS, a socket path too long) and `forge run` starts as
  * it always did. It exits after FORGE_WARM_WORKER_IDLE seconds unclaimed and on `forge stack down`.
  *
@@ -95,7 +95,7 @@ export function warmCliPid(home: string): number | undefined {
   return isWarmCli(pid, warmCliSocketPath(home)) ? pid : undefined
 }
 
-/** Called by the warm CLI as it takes a connection: the next run that ends leaves a new one. */
+/** Called by the warm CLI as it takes a connection: it leaves the next one as it exits. */
 export function forgetWarmCli(home: string): void {
   rmSync(warmCliSocketPath(home), { force: true })
   rmSync(warmCliPidPath(home), { force: true })

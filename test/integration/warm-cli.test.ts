@@ -3,7 +3,8 @@
  * that leaves warm workers leaves one (only this user can reach it), and the next `forge run` is run
  * by it — its output, exit code and environment as that process's own — which then leaves the next;
  * a refused run exits as it would have in its own process; Ctrl-C reaches the run through it and
- * cancels it; a client killed mid-run takes it down (and `forge runs resume` finishes the run); a
+ * cancels it; a client killed mid-run takes it down, and a warm CLI killed mid-run leaves its client
+ * exiting 1 with a message (`forge runs resume` finishes either run); a
  * client on another Node flag set, FORGE_WARM_CLI=0, a stale socket file or a silent impostor leave
  * the run to the process itself; `stack down` stops it.
  */
@@ -191,6 +192,32 @@ describe('the warm CLI', () => {
     const resumed = forge(['runs', 'resume', 'wc-kill', '--json'], { ...env, FORGE_WARM_CLI: '0' })
     expect(resumed.status).toBe(0)
     expect(await storedAttempts('wc-kill')).toBe(20)
+  })
+
+  it('a warm CLI SIGKILLed mid-run: its client says so and exits 1; forge runs resume finishes the run, each attempt stored once', async () => {
+    const pid = await warmCli()
+    const cli = await startHeldRun('wc-kill-warm')
+    let end: { code: number | null; stdout: string; stderr: string }
+    try {
+      process.kill(pid, 'SIGKILL')
+      end = await cli.exited
+    } finally {
+      rmSync(gate, { force: true })
+    }
+    expect({ code: end.code, stderr: end.stderr.trim().split('\n').at(-1) }).toEqual({
+      code: 1,
+      stderr: 'forge: the warm CLI running this command ended without its exit code (FORGE_HOME/logs/cli-warm.log); FORGE_WARM_CLI=0 runs forge run in its own process',
+    })
+    const resumed = forge(['runs', 'resume', 'wc-kill-warm', '--json'], { ...env, FORGE_WARM_CLI: '0' })
+    expect(resumed.status).toBe(0)
+    expect(await storedAttempts('wc-kill-warm')).toBe(20)
+    const reader = await openReader(stack.config)
+    try {
+      const [rows] = await reader.query<{ n: number | string }>("SELECT count() AS n FROM (SELECT attempt_uid FROM attempts FINAL WHERE run_id = 'wc-kill-warm' GROUP BY attempt_uid)")
+      expect(Number(rows?.n)).toBe(20)
+    } finally {
+      await reader.close()
+    }
   })
 
   it('is not used by a client on other Node flags, with FORGE_WARM_CLI=0, through a stale socket file or a silent impostor; stack down stops it', async () => {
