@@ -7,11 +7,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { readSetting, type ForgeConfig } from '../config/index.js'
-import { auditEntryOf, extendChain, signHead, verifyAudit, type AuditEntry, type AuditLink, type AuditReport } from '../core/audit.js'
+import { auditEntryOf, sealLinks, signHead, verifyAudit, type AuditEntry, type AuditLink, type AuditReport } from '../core/audit.js'
 import type { AttemptRegrade, AuditRecord, ReviewResolution, RunRecord } from '../core/contracts/index.js'
 import type { AuditEntryHead } from '../core/audit.js'
 import { ConfigError } from '../core/errors.js'
-import { auditChain, auditEntries, auditEntryHeads, auditRowsOfRun, countAuditEntries, insertAuditRecords, regradeAuditRows, regradeKey, resolutionAuditRows, sealStored } from '../store/audit.js'
+import { auditChain, auditEntries, auditEntryHeads, auditRowsOfRun, countAuditEntries, insertAuditRecords, regradeAuditRows, regradeKey, resolutionAuditRows, sealState, sealStored } from '../store/audit.js'
 import { jetstream } from '@nats-io/jetstream'
 import { connectBus, publishAuditRecord, publishRunRecord, waitForIngestedBacklog, type NatsConnection } from '../store/bus.js'
 import { busReader } from '../store/bus-reader.js'
@@ -132,23 +132,36 @@ export async function sealRun(
   // `opts.reader`: the caller's, left open; its reads go out as this is called, before whatever the caller asks next
   const reader = opts.reader ?? (await openReader(config, opts))
   let run: RunRecord | undefined
-  let chain: AuditLink[]
-  let entries: AuditEntryHead[]
+  let chain: AuditLink[] = []
+  let entries: AuditEntryHead[] = []
+  let sealedAlready: { links: number } | undefined
   try {
     // `opts.run`: the run's stored record as the caller just read it (forge run, after its final record landed)
-    ;[run, chain, entries] = await Promise.all([opts.run ?? getRun(reader, runId), auditChain(reader, runId), auditEntryHeads(reader, runId)])
+    const [stored, state] = await Promise.all([opts.run ?? getRun(reader, runId), sealState(reader, runId)])
+    run = stored
+    // sealed already — by the ingester as the run's final record came in (workers/ingester-seal.ts), or
+    // by an earlier seal: one read says so, and nothing of the chain is read
+    if (run !== undefined && run.audit_head !== '' && run.audit_head === state.tail && state.links === state.entries) sealedAlready = { links: state.links }
+    else [chain, entries] = await Promise.all([auditChain(reader, runId), auditEntryHeads(reader, runId)])
   } finally {
     if (opts.reader === undefined) await reader.close()
   }
   if (run === undefined) throw new ConfigError(`no run ${runId} in the store (forge runs list shows the stored runs)`)
-  const linked = new Set(chain.map((l) => `${l.entry_kind}\u0000${l.entry_key}`))
-  const fresh = entries.filter((e) => !linked.has(`${e.entry_kind}\u0000${e.entry_key}`))
+  const signing = key !== undefined && key !== ''
+  if (sealedAlready !== undefined) {
+    // an unsigned head is signed when the key is held here; a signature is never replaced
+    if (!signing || run.audit_signature !== '') return { run_id: runId, head: run.audit_head, signature: run.audit_signature, links: sealedAlready.links, added: 0 }
+    const signature = signHead(runId, run.audit_head, key)
+    const signed: RunRecord = { ...run, audit_signature: signature, updated_at: Math.max(now(), run.updated_at + 1) }
+    await writeAudit(config, { entries: [], links: [] }, signed, async (r) => (await getRun(r, runId))?.audit_signature === signature, `audit-sign-${runId}-${run.audit_head}`, opts.bus)
+    return { run_id: runId, head: run.audit_head, signature, links: sealedAlready.links, added: 0 }
+  }
+  const { links, head } = sealLinks(runId, chain, entries)
   const tail = chain.at(-1)
-  if (fresh.length === 0 && tail !== undefined && run.audit_head === tail.link_hash) {
+  if (links.length === 0 && tail !== undefined && run.audit_head === tail.link_hash) {
     return { run_id: runId, head: run.audit_head, signature: run.audit_signature, links: chain.length, added: 0 }
   }
-  const { links, head } = extendChain(runId, tail, fresh)
-  const signature = key !== undefined && key !== '' ? signHead(runId, head, key) : ''
+  const signature = signing ? signHead(runId, head, key) : ''
   const sealed: RunRecord = { ...run, audit_head: head, audit_signature: signature, updated_at: Math.max(now(), run.updated_at + 1) }
   await writeAudit(
     config,

@@ -309,6 +309,19 @@ export function extendChain(runId: string, tail: Pick<AuditLink, 'seq' | 'link_h
   return { links, head: prev }
 }
 
+/**
+ * What sealing adds to a run's chain: a link for every entry the chain does not link yet, in the fixed
+ * order after its last link, and the head then (the last link's hash; a chain of nothing: the genesis).
+ */
+export function sealLinks(
+  runId: string,
+  chain: readonly Pick<AuditLink, 'seq' | 'entry_kind' | 'entry_key' | 'link_hash'>[],
+  entries: readonly AuditEntryHead[],
+): { links: AuditLink[]; head: string } {
+  const linked = new Set(chain.map((l) => entryId(l.entry_kind, l.entry_key)))
+  return extendChain(runId, chain.at(-1), entries.filter((e) => !linked.has(entryId(e.entry_kind, e.entry_key))))
+}
+
 /** HMAC-SHA256 of a run's head under a key held outside the store (FORGE_AUDIT_KEY). */
 export function signHead(runId: string, head: string, key: string): string {
   return createHmac('sha256', key).update(`${runId}\n${head}`, 'utf8').digest('hex')

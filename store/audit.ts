@@ -116,6 +116,22 @@ export async function sealStored(reader: StoreReader, runId: string): Promise<{ 
   return { head: rows[0]?.head ?? '', links: Number(rows[0]?.links ?? 0) }
 }
 
+/**
+ * A run's chain and entries, counted in one read (~7 ms where reading a 1,000-attempt run's entries
+ * is ~8 and its chain ~4): how many entries and links it has, and the last link's hash ('' without
+ * links). Sealed, when the run record's head is that hash and there are as many links as entries.
+ */
+export async function sealState(reader: StoreReader, runId: string): Promise<{ entries: number; links: number; tail: string }> {
+  const rows = await reader.query<{ entries: string | number; chain: [string | number, string] | null }>(
+    `SELECT (SELECT count() FROM audit_entries FINAL WHERE run_id = {run:String}) AS entries,
+       (SELECT tuple(count(), argMax(link_hash, seq)) FROM audit_chain FINAL WHERE run_id = {run:String}) AS chain`,
+    { run: runId },
+  )
+  const row = rows[0]
+  const links = Number(row?.chain?.[0] ?? 0)
+  return { entries: Number(row?.entries ?? 0), links, tail: links === 0 ? '' : (row?.chain?.[1] ?? '') }
+}
+
 // 64-bit integers as JSON numbers: how the worker-side rows hold them
 const NUMBERS = 'SETTINGS output_format_json_quote_64bit_integers = 0'
 

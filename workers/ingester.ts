@@ -21,6 +21,7 @@ import { insertSweeps } from '../store/sweep-repositories.js'
 import { createLogger, type Logger } from '../engine/logger.js'
 import type { StoreFailure } from '../core/store-watch.js'
 import { attemptFields, countByRun, processFields, rejectedMessageFields, runFields } from './ingester-log.js'
+import { sealFinalRecords } from './ingester-seal.js'
 
 export interface IngesterOptions {
   nc: NatsConnection
@@ -185,7 +186,7 @@ async function warmUpIngestPath(
     stats.rejected++
     onReject(problem)
   })
-  const deps: BatchDeps = { store, logger: quiet, stats, grading, resultsKey, onReject }
+  const deps: BatchDeps = { store, logger: quiet, stats, grading, resultsKey, onReject, sealRuns: false }
   let messages = 0
   let paused = 0
   let waiting = false
@@ -521,6 +522,8 @@ interface BatchDeps {
   resultsKey: string | undefined
   /** told why each message it rejects is rejected (the JIT warm-up names the first) */
   onReject?: (problem: string) => void
+  /** false: final run records go in as they came, not sealed (the JIT warm-up's store answers no reads) */
+  sealRuns?: boolean
 }
 
 /** Terminates a message that can never be stored (malformed, forged, or refused by the store), saying why. */
@@ -547,7 +550,8 @@ async function ingestBatch(batch: JsMsg[], deps: BatchDeps): Promise<void> {
   const sorted = sortBatch(batch, deps.resultsKey, (msg, problem) => rejectMessage(msg, problem, deps))
   try {
     await insertAttempts(store, [...sorted.attempts.values()], now)
-    await insertRuns(store, sorted.runs)
+    // a run's final record goes in sealed: its links first (workers/ingester-seal.ts)
+    await insertRuns(store, deps.sealRuns === false ? sorted.runs : await sealFinalRecords(store, sorted.runs, now, logger))
     await insertBaselines(store, sorted.baselines)
     await insertSweeps(store, sorted.sweeps, now)
   } catch (error) {

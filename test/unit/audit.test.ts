@@ -1,7 +1,7 @@
 /** The audit trail's pure part: content hashes, manifests, the hash chain and verification of each kind of tampering. */
 import { describe, expect, it } from 'vitest'
 import { createHash } from 'node:crypto'
-import { AUDIT_VERSION, auditEntryOf, contentHashOf, entryId, extendChain, manifestOf, signHead, verifyAudit, type AuditEntry, type AuditLink, type AuditRow } from '../../core/audit.js'
+import { AUDIT_VERSION, auditEntryOf, contentHashOf, entryId, extendChain, genesisHash, manifestOf, sealLinks, signHead, verifyAudit, type AuditEntry, type AuditLink, type AuditRow } from '../../core/audit.js'
 
 const RUN = 'run-a'
 
@@ -62,6 +62,28 @@ describe('audit chain: intact', () => {
     expect(links.map((l) => [l.seq, l.prev_hash])).toEqual([[3, w.head]])
     const extended = { ...w, entries: [...w.entries, regrade], links: [...w.links, ...links], head, rows: new Map([...w.rows, [entryId('regrade', 'a1@v2'), [{ table: 'attempt_grades', key: 'a1@v2', values: { outcome: 'pass' } }]]]) }
     expect(verify(extended).intact).toBe(true)
+  })
+})
+
+describe('sealLinks: what sealing adds to a chain', () => {
+  it('a new chain links every entry in the fixed order, from the genesis', () => {
+    const w = world()
+    expect(sealLinks(RUN, [], [...w.entries].reverse())).toEqual({ links: w.links, head: w.head })
+    expect(w.links[0]!.prev_hash).toBe(genesisHash(RUN))
+  })
+
+  it('links only the entries the chain does not name, after its last link; a chain naming them all adds nothing and keeps its head', () => {
+    const w = world()
+    expect(sealLinks(RUN, w.links, w.entries)).toEqual({ links: [], head: w.head })
+    const regrade = auditEntryOf(RUN, 'regrade', 'a1@v2', [{ table: 'attempt_grades', key: 'a1@v2', values: { outcome: 'pass' } }])
+    const { links, head } = sealLinks(RUN, w.links, [...w.entries, regrade])
+    expect(links.map((l) => [l.seq, l.entry_key, l.prev_hash])).toEqual([[3, 'a1@v2', w.head]])
+    expect(head).toBe(links[0]!.link_hash)
+    expect(verify({ ...w, entries: [...w.entries, regrade], links: [...w.links, ...links], head, rows: new Map([...w.rows, [entryId('regrade', 'a1@v2'), [{ table: 'attempt_grades', key: 'a1@v2', values: { outcome: 'pass' } }]]]) }).intact).toBe(true)
+  })
+
+  it('a run with no entries is sealed at its genesis', () => {
+    expect(sealLinks(RUN, [], [])).toEqual({ links: [], head: genesisHash(RUN) })
   })
 })
 
