@@ -3,6 +3,7 @@
  * stubs. Agent failure is data (a published result), never an activity failure; only
  * infrastructure errors throw (retried), and configuration errors throw non-retryable.
  */
+import { defaultMaxListeners, setMaxListeners } from 'node:events'
 import { Context } from '@temporalio/activity'
 import { ApplicationFailure } from '@temporalio/common'
 import type { JetStreamClient } from '@nats-io/jetstream'
@@ -184,6 +185,10 @@ export function createActivities(deps: ActivityDeps): RunActivities {
       // a retry runs only the attempts the last try did not heartbeat as done (those are published already)
       const done = resumedSummaries(items.length)
       const env = { ...process.env }
+      // each attempt running listens on the activity's cancellation signal until its agent stops: as many
+      // as the batch has lanes, not a leak (Node warned "Possible EventTarget memory leak" past 10)
+      const cancellation = cancellationSignal()
+      if (cancellation !== undefined) setMaxListeners(defaultMaxListeners + (lanes ?? 1), cancellation)
       const stopHeartbeat = startHeartbeat(() => done)
       let heartbeatAt = now()
       let next = 0

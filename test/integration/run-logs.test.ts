@@ -76,6 +76,15 @@ describe('forge run logs', () => {
     expect(r.stderr).toContain('--log-only: unknown category "gpu" (known: tools, model, grading, faults, scheduler, cost)')
   })
 
+  it("warns of no leak in the worker's log when 50 attempts at once listen on one batch's cancellation signal", () => {
+    const r = forge(['run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '20', '--concurrency', '50', '--max-in-flight', '50', '--json'], stack.env)
+    expect(r.status, r.stderr).toBe(0)
+    expect((JSON.parse(r.stdout) as { attempts: number }).attempts).toBe(100)
+    const log = readFileSync(join(stack.home, 'logs', 'worker-0.log'), 'utf8')
+    // Node's warning past 10 listeners, which the batch's lanes are by design
+    expect(log).not.toMatch(/MaxListenersExceededWarning|Possible EventTarget memory leak/)
+  })
+
   it('has workers log each attempt with the same fields at debug', () => {
     const r = forge([...RUN, '--log-level', 'silent', '--json'], { ...stack.env, FORGE_LOG_LEVEL: 'debug' })
     expect(r.status, r.stderr).toBe(0)
