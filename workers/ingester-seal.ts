@@ -12,7 +12,7 @@ import type { ClickHouseClient } from '@clickhouse/client'
 import { sealLinks } from '../core/audit.js'
 import type { RunRecord } from '../core/contracts/index.js'
 import { auditChain, auditEntryHeads, insertAuditLinks } from '../store/audit.js'
-import { queryRows, type StoreReader } from '../store/clickhouse.js'
+import { directReader } from '../store/clickhouse.js'
 import type { Logger } from '../engine/logger.js'
 import { runFields } from './ingester-log.js'
 
@@ -36,7 +36,8 @@ export function sealsOnArrival(run: RunRecord): boolean {
  */
 export async function sealFinalRecords(store: ClickHouseClient, runs: readonly RunRecord[], now: number, logger: Logger): Promise<RunRecord[]> {
   if (!runs.some(sealsOnArrival)) return [...runs]
-  const reader: StoreReader = { query: (sql, params, opts) => queryRows(store, sql, params, { readOnly: true, ...opts }), close: async () => undefined }
+  // read-only reads on the ingester's own connection (never closed here: it is the ingester's)
+  const reader = directReader(store)
   const sealed: RunRecord[] = []
   for (const run of runs) {
     if (!sealsOnArrival(run)) {
