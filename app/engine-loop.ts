@@ -5,13 +5,15 @@
  * trace, audit hashes and the JSON encoding and signing of each message — against a stand-in for the
  * bus that only counts what would have been published: no Temporal, no NATS, no ClickHouse, nothing
  * stored or sent. The throughput bench's in-process figure (bench/in-process.ts) and a warm worker's
- * JIT warm-up (app/jit-warmup.ts) run it.
+ * JIT warm-up (app/jit-warmup.ts) run it; the warm-up publishes for real, onto the warm-up stream that
+ * nobody reads (`options.bus`).
  */
 import { setImmediate as yieldToEvents } from 'node:timers/promises'
 import type { JetStreamClient } from '@nats-io/jetstream'
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node'
 import type { ForgeConfig } from '../config/index.js'
 import type { Logger } from '../engine/logger.js'
+import { warmupSubjectOf } from '../store/bus.js'
 import { grantPlan } from '../store/grants.js'
 import { createActivities } from '../workers/activities.js'
 import type { AttemptBatchInput } from '../workers/activity-types.js'
@@ -41,6 +43,12 @@ export interface EngineLoopOptions {
   batchSize?: number
   /** hands over each message the activities would have published, as it would have gone (an ingester's JIT warm-up samples them: app/ingester-warmup.ts) */
   capture?: (message: CapturedMessage) => void
+  /**
+   * publish for real, through this connection and its JetStream client, on the warm-up stream's
+   * subjects (store/bus.ts `warmupSubjectOf`): a warm worker's JIT warm-up, so that the client code a
+   * run's publishes take is compiled hot too. Absent: the stand-in that counts.
+   */
+  bus?: { nc: NatsConnection; js: JetStreamClient }
 }
 
 /** A message the engine loop's activities published to its stand-in bus: subject, body and headers (its signature, when signed). */
@@ -62,14 +70,41 @@ export interface EngineLoopResult {
   published: { messages: number; bytes: number }
 }
 
+interface PublishSink {
+  nc: NatsConnection
+  js: JetStreamClient
+  published: { messages: number; bytes: number }
+}
+
+const byteLength = (body?: Uint8Array | string): number => (typeof body === 'string' ? Buffer.byteLength(body) : (body?.byteLength ?? 0))
+
+/** A JetStream client and connection that publish through `bus` onto the warm-up stream's subjects, counting. */
+function warmupSink(bus: { nc: NatsConnection; js: JetStreamClient }): PublishSink {
+  const published = { messages: 0, bytes: 0 }
+  const js = {
+    publish: (subject: string, body?: Uint8Array | string, options?: Parameters<JetStreamClient['publish']>[2]) => {
+      published.messages++
+      published.bytes += byteLength(body)
+      return bus.js.publish(warmupSubjectOf(subject), body, options)
+    },
+  }
+  const nc = {
+    get info() {
+      return bus.nc.info
+    },
+    publish: (subject: string, data?: Uint8Array | string, options?: Parameters<NatsConnection['publish']>[2]) => bus.nc.publish(warmupSubjectOf(subject), data, options),
+  }
+  return { nc: nc as unknown as NatsConnection, js: js as unknown as JetStreamClient, published }
+}
+
 /** A JetStream client and connection that accept every publish and keep only counts. */
-function publishSink(capture?: (message: CapturedMessage) => void): { nc: NatsConnection; js: JetStreamClient; published: { messages: number; bytes: number } } {
+function publishSink(capture?: (message: CapturedMessage) => void): PublishSink {
   const published = { messages: 0, bytes: 0 }
   let seq = 0
   const js = {
     publish: (subject: string, body?: Uint8Array | string, options?: { headers?: MsgHdrs }) => {
       published.messages++
-      published.bytes += typeof body === 'string' ? Buffer.byteLength(body) : (body?.byteLength ?? 0)
+      published.bytes += byteLength(body)
       if (capture !== undefined) capture({ subject, data: typeof body === 'string' ? new TextEncoder().encode(body) : (body ?? new Uint8Array()), ...(options?.headers !== undefined ? { headers: options.headers } : {}) })
       return Promise.resolve({ stream: 'FORGE_RESULTS', seq: ++seq, duplicate: false, domain: '' })
     },
@@ -90,7 +125,7 @@ export async function runEngineLoop(config: ForgeConfig, input: RunConfigInput, 
   const { key } = options
   // granted as `forge run` grants it (app/run.ts): the activity checks the grant, as a worker does
   const plan = grantPlan(planned, key)
-  const sink = publishSink(options.capture)
+  const sink = options.bus !== undefined ? warmupSink(options.bus) : publishSink(options.capture)
   const activities = createActivities({ nc: sink.nc, js: sink.js, workerId: 'engine-loop', logger: options.logger, resultsKey: () => key })
   const total = plan.task_ids.length * plan.attempts
   const outcomes: Record<string, number> = {}

@@ -225,8 +225,9 @@ async function planAndRun(config: ForgeConfig, input: RunConfigInput, onEvent: (
     // (best effort: a home it cannot write to costs the next run its start-up, never this run its report)
     if (pool !== undefined) {
       try {
-        // where the next run's workflows will be served: a warm worker prepares its workflow worker there while it waits
-        const target = settingsEnv({ temporalAddress: endpoints.temporalAddress, temporalNamespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue })
+        // where the next run's workflows will be served and its results published: a warm worker prepares its
+        // workflow worker there while it waits, and its JIT warm-up publishes onto that NATS server's warm-up stream
+        const target = settingsEnv({ temporalAddress: endpoints.temporalAddress, temporalNamespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, natsUrl: endpoints.natsUrl })
         leaveWarmWorkers(config.home, warmSlots, { ...process.env, ...target })
       } catch {
         // the next run forks its own

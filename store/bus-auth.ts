@@ -81,6 +81,8 @@ export function rolePermissions(role: BusRole): { publish: string[]; subscribe: 
         publish: [
           'forge.results.attempt', 'forge.results.attempt.>', 'forge.results.run', 'forge.results.judge', 'forge.results.trace.>', 'forge.results.sweep', 'forge.results.baseline',
           'forge.progress.>', 'forge.ingester.ping', 'forge.ingester.flush', 'forge.store.query', ...readStream,
+          // a warm worker's JIT warm-up publishes there: a stream nobody reads (store/bus.ts WARMUP_STREAM)
+          'forge.warmup.>',
         ],
         subscribe: ['_INBOX.>'],
       }

@@ -20,6 +20,18 @@ const jetstreamLibrary = (): Promise<typeof import('@nats-io/jetstream')> => imp
 
 export const RESULTS_STREAM = 'FORGE_RESULTS'
 export const INGESTER_CONSUMER = 'forge-ingester'
+/**
+ * The warm-up stream (issue 15): a waiting warm worker's JIT warm-up (app/jit-warmup.ts) publishes its
+ * mock attempts here, through the JetStream client code a run's attempts take, on the subjects
+ * `warmupSubjectOf` gives. Nobody consumes it; it is held in the server's memory, at most
+ * WARMUP_STREAM_BYTES, and forgets a message after a minute.
+ */
+export const WARMUP_STREAM = 'FORGE_WARMUP'
+const WARMUP_STREAM_BYTES = 32 * 1024 * 1024
+/** Where the warm-up publishes what a run would publish on `subject`: `forge.results.attempt.x` → `forge.warmup.results.attempt.x`. */
+export function warmupSubjectOf(subject: string): string {
+  return `forge.warmup.${subject.startsWith('forge.') ? subject.slice('forge.'.length) : subject}`
+}
 export const subjects = {
   /** an attempt's result alone (its trace then travels on its trace subject) */
   attempt: 'forge.results.attempt',
@@ -154,6 +166,32 @@ async function ensureResultsStreamOnce(nc: NatsConnection, opts: { replicas?: nu
   const existing = await jsm.consumers.info(RESULTS_STREAM, INGESTER_CONSUMER).catch(() => undefined)
   if (existing === undefined) await jsm.consumers.add(RESULTS_STREAM, consumer)
   else if (existing.config.ack_wait !== consumer.ack_wait) await jsm.consumers.update(RESULTS_STREAM, INGESTER_CONSUMER, { ack_wait: consumer.ack_wait })
+}
+
+/**
+ * Creates (or updates) the warm-up stream: the embedded stack's ingester does, as its warm workers
+ * warm up through it. Its subjects hold the warm-up's results only: its progress events, on
+ * `forge.warmup.progress.*`, go nowhere.
+ */
+export async function ensureWarmupStream(nc: NatsConnection): Promise<void> {
+  const { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType } = await jetstreamLibrary()
+  const jsm = await jetstreamManager(nc)
+  const config = {
+    subjects: [warmupSubjectOf('forge.results.>')],
+    storage: StorageType.Memory,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    max_bytes: WARMUP_STREAM_BYTES,
+    max_age: nanos(60_000),
+    duplicate_window: nanos(10_000),
+    num_replicas: 1,
+  }
+  try {
+    await jsm.streams.info(WARMUP_STREAM)
+    await jsm.streams.update(WARMUP_STREAM, { subjects: config.subjects, max_bytes: config.max_bytes, max_age: config.max_age, duplicate_window: config.duplicate_window })
+  } catch {
+    await jsm.streams.add({ name: WARMUP_STREAM, ...config })
+  }
 }
 
 /** The largest message the connected server accepts (its INFO `max_payload`; NATS's default 1 MiB before INFO). */

@@ -1,7 +1,7 @@
 /** Entry point of the ingester process (embedded stack child, or `forge ingester` in a fleet). */
 import { readSetting, resolveConfig } from '../config/index.js'
 import { ConfigError, exitCodeOf } from '../core/errors.js'
-import { connectBus, ensureResultsStream, resultsKey } from '../store/bus.js'
+import { connectBus, ensureResultsStream, ensureWarmupStream, resultsKey } from '../store/bus.js'
 import { openClickHouse, type StoreLocation } from '../store/clickhouse.js'
 import { migrate } from '../store/migrations.js'
 import { startIngester } from './ingester.js'
@@ -27,6 +27,9 @@ export async function runIngesterProcess(env: NodeJS.ProcessEnv = process.env): 
   if (key === undefined) logger.warn(processFields('bus'), 'results are not authenticated: no FORGE_RESULTS_KEY (give the workers, ingesters and CLI of a fleet the same hex key)')
   await ensureResultsStream(nc, { replicas })
   const serveQueries = location.kind === 'embedded'
+  // the embedded stack's warm workers warm up through the bus (app/jit-warmup.ts); without the stream they
+  // warm up on a stand-in, so a failure here costs a first run some CPU and nothing else
+  if (serveQueries) await ensureWarmupStream(nc).catch((error: unknown) => logger.warn({ ...processFields('bus'), err: (error as Error).message }, 'no warm-up stream: warm workers warm up without the bus'))
   // reads get a connection of their own: chDB runs one statement at a time per connection
   const queryStore = serveQueries ? await openClickHouse(location) : undefined
   // its JIT warm-up on sample messages of this build (made in a thread: app/ingester-warmup.ts), paused while results come in

@@ -12,7 +12,7 @@ import { ConfigError } from '../core/errors.js'
 import { processTaint } from '../engine/process-taint.js'
 import { temporalConnectOptions } from '../stack/temporal-connection.js'
 import { buildFiles, jsonLine, onJsonLines, WARM_SLOT_ARG, WARM_SOCKET_ARG, warmPidPath, workerBuildStamp } from '../stack/warm-workers.js'
-import type { JitWarmup } from '../app/jit-warmup.js'
+import type { JitWarmup, JitWarmupReport } from '../app/jit-warmup.js'
 import { attemptsRunInThisProcess } from './activities.js'
 import { prepareWorkflowWorker, retireWorkflows, runWorker, type PreparedWorkflows, type WorkerOptions } from './worker-main.js'
 
@@ -329,15 +329,29 @@ async function warmUp(cancelled: () => boolean, started: (warmup: JitWarmup) => 
   const { startJitWarmup } = await import('../app/jit-warmup.js')
   // claimed (or stopping) while the planner loaded: the run has the process now
   if (cancelled()) return undefined
-  const warmup = startJitWarmup(target)
+  // the NATS server of the run that left it (its environment names it): the warm-up publishes onto its warm-up stream
+  let natsUrl: string | undefined
+  try {
+    natsUrl = readSetting('natsUrl')
+  } catch {
+    natsUrl = undefined
+  }
+  const warmup = startJitWarmup(target, { natsUrl })
   if (warmup === undefined) return undefined
   started(warmup)
   console.error(`warm worker ${process.pid}: JIT warm-up while it waits, ${warmup.planned} mock attempt(s) (FORGE_WARM_WORKER_WARMUP ${target} in all)`)
   void warmup.done.then((report) => {
     if (report.error !== undefined) console.error(`warm worker ${process.pid}: JIT warm-up failed after ${report.attempts} attempt(s) (${report.error}); the next run compiles the code itself`)
-    else if (!report.stopped) console.error(`warm worker ${process.pid}: JIT warm-up ran ${report.attempts} attempt(s) in ${Math.round(report.ms)} ms (nothing published)`)
+    else if (!report.stopped) console.error(`warm worker ${process.pid}: JIT warm-up ran ${report.attempts} attempt(s) in ${Math.round(report.ms)} ms (${describePublished(report.published)})`)
   })
   return warmup
+}
+
+/** Where a JIT warm-up's messages went, as its log line says it. */
+function describePublished(published: JitWarmupReport['published']): string {
+  return published.stream !== undefined
+    ? `${published.messages} message(s) published to the warm-up stream ${published.stream}, nothing stored`
+    : `nothing published: no warm-up stream (${published.why})`
 }
 
 /**

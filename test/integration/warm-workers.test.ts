@@ -12,13 +12,14 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Client, Connection } from '@temporalio/client'
+import { jetstreamManager } from '@nats-io/jetstream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
 import { warmUpWorkflowWorker } from '../../app/workflow-warmup.js'
 import { settingsEnv } from '../../config/index.js'
 import { busAccessEnv } from '../../store/bus-auth.js'
-import { connectBus } from '../../store/bus.js'
+import { connectBus, WARMUP_STREAM } from '../../store/bus.js'
 import { claimWarmWorker, claimWarmWorkers, jsonLine, leaveWarmWorkers, onJsonLines, stopWarmWorkers, warmDir, warmPidPath, warmSocketPath, WARM_SLOT_ARG, WARM_SOCKET_ARG } from '../../stack/warm-workers.js'
 import { stackDown, stackStatus, stackUp } from '../../stack/local-stack.js'
 import { packageRoot } from '../../engine/suite-loader.js'
@@ -624,7 +625,7 @@ describe("a warm worker's JIT warm-up (FORGE_WARM_WORKER_WARMUP)", () => {
     }
   }
 
-  it('runs mock attempts while it waits until the process has run its target, a run\'s attempts counted; publishes none of them; serves the next run and warms up no more', async () => {
+  it('runs mock attempts while it waits until the process has run its target, a run\'s attempts counted; publishes them onto the warm-up stream only; serves the next run and warms up no more', async () => {
     await withWarmup('300', async () => {
       // everything published on the results' attempt subjects and on progress from here on
       const nc = await connectBus(stack.endpoints.natsUrl, 'warmup-watch')
@@ -649,6 +650,14 @@ describe("a warm worker's JIT warm-up (FORGE_WARM_WORKER_WARMUP)", () => {
         // it ran the run's 10 attempts: 290 more make its 300
         expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up while it waits, 290 mock attempt(s) (FORGE_WARM_WORKER_WARMUP 300 in all)`))).toBe(true)
         expect(await until(() => log().includes(`warm worker ${pid}: JIT warm-up ran 290 attempt(s)`), 60_000), workerLines()).toBe(true)
+        // through the bus, onto the warm-up stream the stack's ingester made and nobody reads: its probe and the 290 attempts
+        expect(log()).toMatch(new RegExp(`warm worker ${pid}: JIT warm-up ran 290 attempt\\(s\\) in \\d+ ms \\(290 message\\(s\\) published to the warm-up stream FORGE_WARMUP, nothing stored\\)`))
+        const admin = await connectBus(stack.endpoints.natsUrl, 'warmup-stream', 'ingester')
+        try {
+          expect((await (await jetstreamManager(admin)).streams.info(WARMUP_STREAM)).state.last_seq).toBe(291)
+        } finally {
+          await admin.close()
+        }
         // then its workflow worker (polling on since the run): one warm-up workflow, taken by it, whose
         // batch activities went to a queue no worker polls and never ran (app/workflow-warmup.ts)
         const said = new RegExp(`warm worker ${pid}: workflow warm-up (forge-warmup-\\S+) scheduled (\\d+) batch activities nobody runs`)
