@@ -8,7 +8,7 @@ import type { RunRecord } from '../core/contracts/index.js'
 import { DEFAULT_KS, suiteFigures, type SuiteFigures, type TaskFigures } from '../core/report.js'
 import { suiteValidityRates, validityRates, type ValidityRates } from '../core/validity.js'
 import type { StoreReader } from '../store/clickhouse.js'
-import { getRun, outcomeCounts, runAggregates } from '../store/repositories.js'
+import { getRun, runFigures } from '../store/repositories.js'
 import { familyStats } from './adversarial-stats.js'
 import type { FamilyFigures } from '../core/adversarial.js'
 import { getFaultStats, type FaultStats } from './fault-stats.js'
@@ -52,7 +52,7 @@ export interface RunStats {
 
 /** The statistics of a stored run; `known.run`: its record as the caller just read it (not read again). */
 export async function getRunStats(reader: StoreReader, runId: string, ks: readonly number[] = DEFAULT_KS, known: { run?: RunRecord } = {}): Promise<RunStats> {
-  const [run, rows, aggregates] = await Promise.all([known.run ?? getRun(reader, runId), outcomeCounts(reader, runId), runAggregates(reader, runId)])
+  const [run, { outcomes: rows, ...aggregates }] = await Promise.all([known.run ?? getRun(reader, runId), runFigures(reader, runId)])
   const breakdown = new Map<string, { outcomes: Record<string, number>; failure_buckets: Record<string, number> }>()
   const outcomes: Record<string, number> = {}
   const failure_buckets: Record<string, number> = {}

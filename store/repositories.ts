@@ -57,17 +57,6 @@ export interface OutcomeCountRow {
   n: number
 }
 
-export async function outcomeCounts(reader: StoreReader, runId: string): Promise<OutcomeCountRow[]> {
-  const rows = await reader.query<OutcomeCountRow & { n: string | number }>(
-    `SELECT task_id, outcome, failure_bucket, validity, count() AS n
-     FROM attempts FINAL WHERE run_id = {run:String}
-     GROUP BY task_id, outcome, failure_bucket, validity
-     ORDER BY task_id, outcome, failure_bucket, validity`,
-    { run: runId },
-  )
-  return rows.map((r) => ({ ...r, n: Number(r.n) }))
-}
-
 export async function insertBaselines(client: ClickHouseClient, baselines: BaselineRecord[]): Promise<void> {
   if (baselines.length === 0) return
   await client.insert({ table: 'baselines', values: baselines.map(baselineToRow), format: 'JSONEachRow' })
@@ -107,24 +96,58 @@ export async function runAggregates(reader: StoreReader, runId: string): Promise
   const tasks: TaskAggregate[] = []
   const suites: SuiteAggregate[] = []
   for (const row of rows) {
-    const n = num(row.n)
-    const [p50, p90, p99] = row.latency
-    const aggregate = {
-      suite: row.suite,
-      n,
-      k: num(row.k),
-      latency_ms: n === 0 || p50 === undefined || p90 === undefined || p99 === undefined ? null : { p50, p90, p99 },
-      tool_calls: num(row.sum_tool_calls),
-      input_tokens: num(row.sum_input_tokens),
-      output_tokens: num(row.sum_output_tokens),
-      priced: num(row.priced),
-      cost_usd: Number(row.sum_cost_usd),
-    }
     // task ids are never empty, so the suite-level grouping set is the row with task_id ''
-    if (row.task_id === '') suites.push(aggregate)
-    else tasks.push({ ...aggregate, task_id: row.task_id })
+    if (row.task_id === '') suites.push(aggregateOf(row))
+    else tasks.push({ ...aggregateOf(row), task_id: row.task_id })
   }
   return { tasks, suites }
+}
+
+function aggregateOf(row: AggregateRow): SuiteAggregate {
+  const n = num(row.n)
+  const [p50, p90, p99] = row.latency
+  return {
+    suite: row.suite,
+    n,
+    k: num(row.k),
+    latency_ms: n === 0 || p50 === undefined || p90 === undefined || p99 === undefined ? null : { p50, p90, p99 },
+    tool_calls: num(row.sum_tool_calls),
+    input_tokens: num(row.sum_input_tokens),
+    output_tokens: num(row.sum_output_tokens),
+    priced: num(row.priced),
+    cost_usd: Number(row.sum_cost_usd),
+  }
+}
+
+/**
+ * A run's outcome counts and `runAggregates` in one scan of its attempts (a third grouping set): what
+ * `forge run`'s report and `forge stats` read. chDB runs one query at a time, and each reads the run's
+ * attempts with FINAL: the two queries (~18 and ~24 ms after a 1,000-attempt run) are one of ~22
+ * (issue 15). The sets are told apart by `grouping(task_id, outcome)` (a bit set for each column a set
+ * does not group by): 0 the outcome counts, 1 a task, 3 a suite.
+ */
+export async function runFigures(reader: StoreReader, runId: string): Promise<{ outcomes: OutcomeCountRow[]; tasks: TaskAggregate[]; suites: SuiteAggregate[] }> {
+  const rows = await reader.query<AggregateRow & { outcome: string; failure_bucket: string; validity: string; grouping_set: string | number }>(
+    `SELECT suite, task_id, outcome, failure_bucket, validity, grouping(task_id, outcome) AS grouping_set,
+       count() AS n, countIf(outcome = 'pass') AS k,
+       quantilesExactInclusive(${LATENCY_QUANTILES.join(', ')})(latency_ms) AS latency,
+       sum(tool_call_count) AS sum_tool_calls, sum(input_tokens) AS sum_input_tokens, sum(output_tokens) AS sum_output_tokens,
+       count(cost_usd) AS priced, sum(ifNull(cost_usd, 0)) AS sum_cost_usd
+     FROM attempts FINAL WHERE run_id = {run:String}
+     GROUP BY GROUPING SETS ((suite, task_id), (suite), (task_id, outcome, failure_bucket, validity))
+     ORDER BY grouping_set, suite, task_id, outcome, failure_bucket, validity`,
+    { run: runId },
+  )
+  const outcomes: OutcomeCountRow[] = []
+  const tasks: TaskAggregate[] = []
+  const suites: SuiteAggregate[] = []
+  for (const row of rows) {
+    const set = num(row.grouping_set)
+    if (set === 0) outcomes.push({ task_id: row.task_id, outcome: row.outcome, failure_bucket: row.failure_bucket, validity: row.validity, n: num(row.n) })
+    else if (set === 1) tasks.push({ ...aggregateOf(row), task_id: row.task_id })
+    else suites.push(aggregateOf(row))
+  }
+  return { outcomes, tasks, suites }
 }
 
 /** The per-attempt measurements of a run (what runAggregates summarizes), for checks and exports. */

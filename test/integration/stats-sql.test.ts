@@ -14,7 +14,7 @@ import { createRng, pick } from '../../core/random.js'
 import { aggregateAttempts, suiteFigures, type AttemptMeasurement } from '../../core/report.js'
 import { directReader, openClickHouse, queryRows, type ClickHouseClient, type StoreReader } from '../../store/clickhouse.js'
 import { migrate } from '../../store/migrations.js'
-import { attemptMeasurements, insertAttempts, insertRuns, runAggregates, toolSequences } from '../../store/repositories.js'
+import { attemptMeasurements, insertAttempts, insertRuns, runAggregates, runFigures, toolSequences } from '../../store/repositories.js'
 
 let dir: string
 let client: ClickHouseClient
@@ -47,8 +47,9 @@ function syntheticAttempts(): AttemptResult[] {
         attempt: i,
         adapter: 'mock',
         outcome: rng() < skill ? 'pass' : pick(rng, ['fail', 'partial', 'violation']),
-        validity: 'valid',
-        failure_bucket: null,
+        // a few of each validity and bucket: the outcome counts group by them
+        validity: i % 11 === 0 ? 'degraded' : 'valid',
+        failure_bucket: i % 5 === 1 ? 'tool_error' : null,
         budget_limit: null,
         grades: [],
         invariants: [],
@@ -147,6 +148,22 @@ describe('SQL aggregation agrees with core/report', () => {
     expect(gamma.cost.priced).toBeLessThan(gamma.n)
     expect(fromSql[0]!.cost.total_usd).toBeNull()
     expect(fromSql[1]!.cost.total_usd).not.toBeNull()
+  })
+
+  it('gives the outcome counts and the aggregates in one scan as they are counted apart', async () => {
+    const figures = await runFigures(reader, RUN)
+    const expected = new Map<string, number>()
+    for (const a of attempts) {
+      const key = JSON.stringify([a.task_id, a.outcome, a.failure_bucket ?? '', a.validity])
+      expected.set(key, (expected.get(key) ?? 0) + 1)
+    }
+    expect(new Map(figures.outcomes.map((r) => [JSON.stringify([r.task_id, r.outcome, r.failure_bucket, r.validity]), r.n]))).toEqual(expected)
+    // every grouping the data holds: several buckets and validities per task
+    expect(new Set(figures.outcomes.map((r) => r.validity))).toEqual(new Set(['valid', 'degraded']))
+    expect(new Set(figures.outcomes.map((r) => r.failure_bucket))).toEqual(new Set(['', 'tool_error']))
+    const apart = await runAggregates(reader, RUN)
+    expect({ tasks: figures.tasks, suites: figures.suites }).toEqual(apart)
+    expect(figures.suites.map((s) => s.suite)).toEqual(['smoke', 'toy_math'])
   })
 
   it('counts the same tool sequences as the attempts hold', async () => {
