@@ -77,6 +77,12 @@ interface AggregateRow {
   sum_cost_usd: number
 }
 
+/** The aggregates of a group of attempts, as `AggregateRow` names them (runAggregates and runFigures select them). */
+const AGGREGATE_COLUMNS = `count() AS n, countIf(outcome = 'pass') AS k,
+       quantilesExactInclusive(${LATENCY_QUANTILES.join(', ')})(latency_ms) AS latency,
+       sum(tool_call_count) AS sum_tool_calls, sum(input_tokens) AS sum_input_tokens, sum(output_tokens) AS sum_output_tokens,
+       count(cost_usd) AS priced, sum(ifNull(cost_usd, 0)) AS sum_cost_usd`
+
 /**
  * Per-task and per-suite aggregates of a run in one scan (GROUPING SETS): counts, latency
  * percentiles (quantileExactInclusive — the same type-7 interpolation as core/stats `quantile`),
@@ -84,10 +90,7 @@ interface AggregateRow {
  */
 export async function runAggregates(reader: StoreReader, runId: string): Promise<{ tasks: TaskAggregate[]; suites: SuiteAggregate[] }> {
   const rows = await reader.query<AggregateRow>(
-    `SELECT suite, task_id, count() AS n, countIf(outcome = 'pass') AS k,
-       quantilesExactInclusive(${LATENCY_QUANTILES.join(', ')})(latency_ms) AS latency,
-       sum(tool_call_count) AS sum_tool_calls, sum(input_tokens) AS sum_input_tokens, sum(output_tokens) AS sum_output_tokens,
-       count(cost_usd) AS priced, sum(ifNull(cost_usd, 0)) AS sum_cost_usd
+    `SELECT suite, task_id, ${AGGREGATE_COLUMNS}
      FROM attempts FINAL WHERE run_id = {run:String}
      GROUP BY GROUPING SETS ((suite, task_id), (suite))
      ORDER BY suite, task_id`,
@@ -128,11 +131,7 @@ function aggregateOf(row: AggregateRow): SuiteAggregate {
  */
 export async function runFigures(reader: StoreReader, runId: string): Promise<{ outcomes: OutcomeCountRow[]; tasks: TaskAggregate[]; suites: SuiteAggregate[] }> {
   const rows = await reader.query<AggregateRow & { outcome: string; failure_bucket: string; validity: string; grouping_set: string | number }>(
-    `SELECT suite, task_id, outcome, failure_bucket, validity, grouping(task_id, outcome) AS grouping_set,
-       count() AS n, countIf(outcome = 'pass') AS k,
-       quantilesExactInclusive(${LATENCY_QUANTILES.join(', ')})(latency_ms) AS latency,
-       sum(tool_call_count) AS sum_tool_calls, sum(input_tokens) AS sum_input_tokens, sum(output_tokens) AS sum_output_tokens,
-       count(cost_usd) AS priced, sum(ifNull(cost_usd, 0)) AS sum_cost_usd
+    `SELECT suite, task_id, outcome, failure_bucket, validity, grouping(task_id, outcome) AS grouping_set, ${AGGREGATE_COLUMNS}
      FROM attempts FINAL WHERE run_id = {run:String}
      GROUP BY GROUPING SETS ((suite, task_id), (suite), (task_id, outcome, failure_bucket, validity))
      ORDER BY grouping_set, suite, task_id, outcome, failure_bucket, validity`,
