@@ -34,6 +34,12 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
+/** the measurement in the middle by `key` (the lower of the two middle ones for an even count): a real one, not an average; undefined for none */
+export function middleOf<T>(items: readonly T[], key: (item: T) => number): T | undefined {
+  const sorted = [...items].sort((a, b) => key(a) - key(b))
+  return sorted[Math.floor((sorted.length - 1) / 2)]
+}
+
 /** attempts per second of `attempts` in `ms` milliseconds (a zero-length interval counts as 1 ms) */
 export function perSecond(attempts: number, ms: number): number {
   return attempts / (Math.max(ms, 1) / 1000)

@@ -6,8 +6,11 @@
  * Inspect AI, then one table: attempts/s of each (its process wall time, and the time the harness
  * itself reports), the ratio forge run ÷ harness, and the targets (forge run ≥ 5× promptfoo, ≥ 20×
  * Inspect). Forge's mock runs with skill 1 here, so every harness does the same clean attempts.
+ * `--rounds N` (default 3) runs forge run, promptfoo and Inspect AI N times, interleaved: the table
+ * holds each harness's middle round by process wall time, and each round's ratios are printed too,
+ * so one slow moment of a shared machine does not decide a target.
  *
- * usage: node dist/bench/peers/compare.js --scratch <dir with promptfoo/ and inspect-venv/> [--attempts 200] [--concurrency 100]
+ * usage: node dist/bench/peers/compare.js --scratch <dir with promptfoo/ and inspect-venv/> [--attempts 200] [--concurrency 100] [--rounds 3]
  */
 import { spawn } from 'node:child_process'
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -21,7 +24,7 @@ import { loadSuite } from '../../engine/suite-loader.js'
 import { stackDown } from '../../stack/local-stack.js'
 import { packageRoot } from '../../stack/paths.js'
 import { inProcessEngineLoop, type InProcessReport } from '../in-process.js'
-import { describeTarget, fixed, formatTable, mean, perSecond, ratioTarget } from '../measure.js'
+import { describeTarget, fixed, formatTable, mean, middleOf, perSecond, ratioTarget } from '../measure.js'
 import { benchConfig, untilStackIdle } from '../throughput-bench.js'
 import { peerWorkload, promptfooConfig, promptfooDuration, type PeerWorkload } from './workload.js'
 
@@ -113,12 +116,12 @@ async function forgeCli(config: ForgeConfig, workload: PeerWorkload, seed: strin
   }
 }
 
-async function promptfoo(scratch: string, runDir: string, workload: PeerWorkload, logs: string): Promise<Measured> {
+async function promptfoo(scratch: string, runDir: string, workload: PeerWorkload, logs: string, round: number): Promise<Measured> {
   const version = (JSON.parse(readFileSync(join(scratch, 'promptfoo', 'node_modules', 'promptfoo', 'package.json'), 'utf8')) as { version: string }).version
   const home = join(runDir, 'promptfoo-home')
   rmSync(home, { recursive: true, force: true })
   mkdirSync(home, { recursive: true })
-  const log = join(logs, 'promptfoo.log')
+  const log = join(logs, `promptfoo-${round}.log`)
   const argv = [
     join(scratch, 'promptfoo', 'node_modules', '.bin', 'promptfoo'),
     'eval',
@@ -154,12 +157,12 @@ async function promptfoo(scratch: string, runDir: string, workload: PeerWorkload
   }
 }
 
-async function inspectAi(scratch: string, runDir: string, logs: string): Promise<Measured> {
+async function inspectAi(scratch: string, runDir: string, logs: string, round: number): Promise<Measured> {
   const python = join(scratch, 'inspect-venv', 'bin', 'python')
   const version = must(await run([python, '-c', 'import inspect_ai; print(inspect_ai.__version__)'], { log: join(logs, 'inspect-version.log') }), 'python -c "import inspect_ai"', join(logs, 'inspect-version.log')).stdout.trim()
   const logDir = join(runDir, 'inspect-logs')
   rmSync(logDir, { recursive: true, force: true })
-  const log = join(logs, 'inspect.log')
+  const log = join(logs, `inspect-${round}.log`)
   const env = { ...process.env, INSPECT_DISPLAY: 'none', INSPECT_LOG_DIR: logDir, NO_COLOR: '1' }
   const spawned = must(await run([python, join(packageRoot(), 'bench', 'peers', 'inspect', 'smoke_eval.py'), join(runDir, 'workload.json'), logDir], { env, cwd: runDir, log }), 'the Inspect task', log)
   const last = spawned.stdout.trim().split('\n').at(-1) ?? '{}'
@@ -178,11 +181,11 @@ function inProcessRow(label: string, r: InProcessReport): Measured {
 }
 
 async function main(): Promise<void> {
-  let values: { scratch?: string | undefined; attempts: string; concurrency: string }
+  let values: { scratch?: string | undefined; attempts: string; concurrency: string; rounds: string }
   try {
-    values = parseArgs({ options: { scratch: { type: 'string' }, attempts: { type: 'string', default: '200' }, concurrency: { type: 'string', default: '100' } } }).values
+    values = parseArgs({ options: { scratch: { type: 'string' }, attempts: { type: 'string', default: '200' }, concurrency: { type: 'string', default: '100' }, rounds: { type: 'string', default: '3' } } }).values
   } catch (error) {
-    throw new ConfigError(`${(error as Error).message} (flags: --scratch <dir> [--attempts 200] [--concurrency 100])`)
+    throw new ConfigError(`${(error as Error).message} (flags: --scratch <dir> [--attempts 200] [--concurrency 100] [--rounds 3])`)
   }
   if (values.scratch === undefined) throw new ConfigError('--scratch: give the directory run-peers.sh installed promptfoo and Inspect AI into')
   const scratch = resolve(values.scratch)
@@ -190,6 +193,8 @@ async function main(): Promise<void> {
   const concurrency = Number(values.concurrency)
   if (!Number.isInteger(attempts) || attempts < 1) throw new ConfigError(`--attempts must be a whole number ≥ 1, got "${values.attempts}"`)
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new ConfigError(`--concurrency must be a whole number ≥ 1, got "${values.concurrency}"`)
+  const rounds = Number(values.rounds)
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 20) throw new ConfigError(`--rounds must be a whole number from 1 to 20, got "${values.rounds}"`)
   for (const needed of [join(scratch, 'promptfoo', 'node_modules', '.bin', 'promptfoo'), join(scratch, 'inspect-venv', 'bin', 'python')]) {
     if (!existsSync(needed)) throw new ConfigError(`${needed} is missing: run bench/peers/run-peers.sh, which installs the peers into --scratch`)
   }
@@ -215,7 +220,7 @@ async function main(): Promise<void> {
   const total = workload.tasks.length * attempts
   const engineInput = { suite: 'smoke', adapter: 'mock', adapter_config: { skill: 1 }, attempts, workers: 1, concurrency, seed: 'peers' }
   try {
-    console.log(`peers: smoke × ${attempts} = ${total} attempts, concurrency ${concurrency}; logs under ${logs}`)
+    console.log(`peers: smoke × ${attempts} = ${total} attempts, concurrency ${concurrency}, ${rounds} round(s); logs under ${logs}`)
     // warm: the CLI brings the stack up and leaves it up; the in-process loop loads the suite and JITs
     must(await run([process.execPath, join(packageRoot(), 'bin', 'run.js'), 'run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '2', '--seed', 'warm', '--json'], { env: { ...process.env, FORGE_HOME: home, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' }, cwd: packageRoot(), log: join(logs, 'forge-warm.log') }), 'forge run (warm-up)', join(logs, 'forge-warm.log'))
     await inProcessEngineLoop(config, { ...engineInput, attempts: 20, seed: 'warm' })
@@ -228,20 +233,41 @@ async function main(): Promise<void> {
     await idle('the in-process loop')
     const first = await inProcessEngineLoop(config, engineInput)
     console.log(`  forge in-process: ${fixed(first.attempts_per_second)} attempts/s`)
-    await idle('forge run')
-    const forge = await forgeCli(config, workload, 'peers', logs, true)
-    console.log(`  forge run: ${fixed(perSecond(total, forge.measured.process_ms!))} attempts/s (process)`)
-    await idle('forge run in its own process')
-    const forgeOwnProcess = await forgeCli(config, workload, 'peers-own-process', logs, false)
-    console.log(`  forge run (FORGE_WARM_CLI=0): ${fixed(perSecond(total, forgeOwnProcess.measured.process_ms!))} attempts/s (process)`)
-    const pf = await promptfoo(scratch, runDir, workload, logs)
-    console.log(`  promptfoo: ${fixed(perSecond(total, pf.process_ms!))} attempts/s (process)`)
-    const inspect = await inspectAi(scratch, runDir, logs)
-    console.log(`  Inspect AI: ${fixed(perSecond(total, inspect.process_ms!))} attempts/s (process)`)
+    // the harnesses in rounds, interleaved: a slow moment of the machine lands on one round, not on one harness
+    const measured: { forge: Measured[]; promptfoo: Measured[]; inspect: Measured[] } = { forge: [], promptfoo: [], inspect: [] }
+    let forgeOwnProcess: Measured | undefined
+    const processRate = (m: Measured): number => perSecond(m.attempts, m.process_ms!)
+    for (let round = 1; round <= rounds; round++) {
+      const of = rounds === 1 ? '' : ` (round ${round} of ${rounds})`
+      await idle(`forge run${of}`)
+      const forge = (await forgeCli(config, workload, round === 1 ? 'peers' : `peers-${round}`, logs, true)).measured
+      console.log(`  forge run${of}: ${fixed(processRate(forge))} attempts/s (process)`)
+      if (round === 1) {
+        await idle('forge run in its own process')
+        forgeOwnProcess = (await forgeCli(config, workload, 'peers-own-process', logs, false)).measured
+        console.log(`  forge run (FORGE_WARM_CLI=0): ${fixed(processRate(forgeOwnProcess))} attempts/s (process)`)
+      }
+      const pf = await promptfoo(scratch, runDir, workload, logs, round)
+      console.log(`  promptfoo${of}: ${fixed(processRate(pf))} attempts/s (process)`)
+      const inspect = await inspectAi(scratch, runDir, logs, round)
+      console.log(`  Inspect AI${of}: ${fixed(processRate(inspect))} attempts/s (process)`)
+      if (rounds > 1) console.log(`  round ${round}: forge run ${fixed(processRate(forge) / processRate(pf))}× promptfoo, ${fixed(processRate(forge) / processRate(inspect))}× Inspect AI`)
+      measured.forge.push(forge)
+      measured.promptfoo.push(pf)
+      measured.inspect.push(inspect)
+    }
+    // each harness's middle round by process wall time, named so in the table
+    const middle = (all: Measured[]): Measured => {
+      const m = middleOf(all, (x) => x.process_ms!)!
+      return rounds === 1 ? m : { ...m, harness: `${m.harness}, middle of ${rounds}` }
+    }
+    const forge = { measured: middle(measured.forge) }
+    const pf = middle(measured.promptfoo)
+    const inspect = middle(measured.inspect)
     const last = await inProcessEngineLoop(config, engineInput)
     console.log(`  forge in-process again: ${fixed(last.attempts_per_second)} attempts/s`)
 
-    const rows: Measured[] = [inProcessRow('forge engine in one process (first)', first), forge.measured, forgeOwnProcess.measured, pf, inspect, inProcessRow('forge engine in one process (last)', last)]
+    const rows: Measured[] = [inProcessRow('forge engine in one process (first)', first), forge.measured, forgeOwnProcess!, pf, inspect, inProcessRow('forge engine in one process (last)', last)]
     const forgeProcess = perSecond(total, forge.measured.process_ms!)
     const forgeHarness = perSecond(total, forge.measured.harness_ms!)
     const rate = (ms: number | undefined, attemptsOf: number): string => (ms === undefined ? '—' : fixed(perSecond(attemptsOf, ms)))
@@ -265,7 +291,7 @@ async function main(): Promise<void> {
     console.log('')
     console.log('process: spawn to exit of the command (CLI start-up, planning, run, persistence); own clock: forge run wall_ms, promptfoo "Duration", Inspect eval() time; in-process: the loop alone')
     const engine = mean([first.attempts_per_second, last.attempts_per_second])
-    console.log('targets (process wall time):')
+    console.log(`targets (process wall time${rounds === 1 ? '' : `, each harness's middle round of ${rounds}`}):`)
     console.log(`  ${describeTarget(ratioTarget('forge run vs promptfoo', forgeProcess, perSecond(pf.attempts, pf.process_ms!), 5, 'at-least'))}`)
     console.log(`  ${describeTarget(ratioTarget('forge run vs Inspect AI', forgeProcess, perSecond(inspect.attempts, inspect.process_ms!), 20, 'at-least'))}`)
     console.log(`  ${describeTarget(ratioTarget('forge run (own clock) vs in-process', forgeHarness, engine, 1.5, 'within'))}`)

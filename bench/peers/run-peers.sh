@@ -2,10 +2,11 @@
 # Forge against its peers on the same 1,000-attempt workload (issue 15); see bench/peers/README.md.
 # Installs promptfoo (npm) and Inspect AI (PyPI), pinned, into a scratch directory outside the repo,
 # builds Forge, then runs Forge's engine in one process, `forge run` (stack up, warm), promptfoo and
-# Inspect AI one after another and prints one table.
+# Inspect AI — the last three in interleaved rounds — and prints one table of each one's middle round.
 #
 #   bench/peers/run-peers.sh                      # scratch: ${TMPDIR:-/tmp}/forge-peers
 #   FORGE_PEERS_DIR=/scratch/peers bench/peers/run-peers.sh --attempts 200 --concurrency 100
+#   bench/peers/run-peers.sh --rounds 1           # forge run, promptfoo and Inspect AI once each (default 3 rounds)
 #
 # FORGE_PEERS_SKIP_BUILD=1 skips `npm run build` (dist/ is current). Installs are kept and reused.
 set -euo pipefail

@@ -9,6 +9,7 @@ import {
   idealRate,
   mean,
   median,
+  middleOf,
   perSecond,
   ratioTarget,
   steadyRate,
@@ -33,6 +34,14 @@ describe('series and rates', () => {
     expect(mean([])).toBeNaN()
     expect(perSecond(1000, 2000)).toBe(500)
     expect(perSecond(5, 0)).toBe(5000)
+  })
+
+  it('picks the measurement in the middle, a real one: the lower middle of an even count, none of none', () => {
+    const runs = [{ ms: 900 }, { ms: 1_400 }, { ms: 1_100 }]
+    expect(middleOf(runs, (r) => r.ms)).toBe(runs[2])
+    expect(middleOf([{ ms: 4 }, { ms: 1 }, { ms: 3 }, { ms: 2 }], (r) => r.ms)).toEqual({ ms: 2 })
+    expect(middleOf([{ ms: 7 }], (r) => r.ms)).toEqual({ ms: 7 })
+    expect(middleOf([], (r: { ms: number }) => r.ms)).toBeUndefined()
   })
 
   it('measures the steady rate over the middle of the finishes, whatever their order', () => {

@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { AgentTrace } from '../../core/contracts/index.js'
@@ -121,5 +123,24 @@ describe('promptfooDuration', () => {
     expect(promptfooDuration('Duration: 950ms (concurrency: 4)')).toBe(950)
     expect(promptfooDuration('Duration: 1h 2m 3s')).toBe(3_723_000)
     expect(promptfooDuration('no summary here')).toBeUndefined()
+  })
+})
+
+describe("the peers comparison's flags", () => {
+  const compare = (args: string[]) =>
+    spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'dist', 'bench', 'peers', 'compare.js'), ...args], { encoding: 'utf8', timeout: 60_000 })
+
+  it('refuses a number of rounds it cannot run, naming the flag and the value, before it runs anything', () => {
+    for (const rounds of ['0', '2.5', 'three', '21']) {
+      const r = compare(['--scratch', join(tmpdir(), 'forge-peers-none'), '--rounds', rounds])
+      expect(r.status, rounds).toBe(2)
+      expect(r.stderr).toContain(`--rounds must be a whole number from 1 to 20, got "${rounds}"`)
+    }
+  })
+
+  it('names the missing installs when the rounds are fine', () => {
+    const r = compare(['--scratch', join(tmpdir(), 'forge-peers-none'), '--rounds', '1'])
+    expect(r.status).toBe(2)
+    expect(r.stderr).toMatch(/promptfoo is missing: run bench\/peers\/run-peers\.sh/)
   })
 })
