@@ -261,15 +261,15 @@ async function main(): Promise<void> {
       const m = middleOf(all, (x) => x.process_ms!)!
       return rounds === 1 ? m : { ...m, harness: `${m.harness}, middle of ${rounds}` }
     }
-    const forge = { measured: middle(measured.forge) }
+    const forge = middle(measured.forge)
     const pf = middle(measured.promptfoo)
     const inspect = middle(measured.inspect)
     const last = await inProcessEngineLoop(config, engineInput)
     console.log(`  forge in-process again: ${fixed(last.attempts_per_second)} attempts/s`)
 
-    const rows: Measured[] = [inProcessRow('forge engine in one process (first)', first), forge.measured, forgeOwnProcess!, pf, inspect, inProcessRow('forge engine in one process (last)', last)]
-    const forgeProcess = perSecond(total, forge.measured.process_ms!)
-    const forgeHarness = perSecond(total, forge.measured.harness_ms!)
+    const rows: Measured[] = [inProcessRow('forge engine in one process (first)', first), forge, forgeOwnProcess!, pf, inspect, inProcessRow('forge engine in one process (last)', last)]
+    const forgeProcess = perSecond(total, forge.process_ms!)
+    const forgeHarness = perSecond(total, forge.harness_ms!)
     const rate = (ms: number | undefined, attemptsOf: number): string => (ms === undefined ? '—' : fixed(perSecond(attemptsOf, ms)))
     const ratio = (ms: number | undefined, attemptsOf: number, reference: number): string => (ms === undefined ? '—' : `${fixed(reference / perSecond(attemptsOf, ms))}×`)
     console.log('')
