@@ -59,7 +59,7 @@ export function runOnWarmCli(argv: string[], helloMs = 1_000): Promise<number | 
         const hello = message['warmCli'] as { build?: unknown } | undefined
         if (hello === undefined) return finish(undefined)
         if (hello.build !== cliBuildStamp()) {
-          // another build, Node or NODE_OPTIONS: it stops, and this process runs the command
+          // another build, Node, NODE_OPTIONS or CA certificates: it stops, and this process runs the command
           socket.end(jsonLine({ forgeCliStop: true }))
           return finish(undefined)
         }

@@ -5,9 +5,9 @@
  * (directory 0700, socket 0600: only this user) and logs to `logs/cli-warm.log`. `bin/run.js`, given
  * `run`, connects there first (cli/warm-cli-client.ts): the warm CLI runs that one command as that
  * process would — its arguments, environment and working directory, its terminal's width — sends its
- * output and exit code back, leaves the next warm CLI and exits. Anything else (no warm
- * CLI, one of another build, Node or NODE_OPTIONS, a socket path too long) and `forge run` starts as
- * it always did. It exits after FORGE_WARM_WORKER_IDLE seconds unclaimed and on `forge stack down`.
+ * output and exit code back, leaves the next warm CLI and exits. Anything else (no warm CLI, one of
+ * another build, Node, NODE_OPTIONS or CA certificates — START_ENV —, a socket path too long) and
+ * `forge run` starts as it always did. It exits after FORGE_WARM_WORKER_IDLE seconds unclaimed and on `forge stack down`.
  *
  * The protocol is one JSON object per line. The warm CLI says `{ warmCli: { pid, build } }` to
  * whoever connects, and takes no other connection. The client answers `{ forgeRun: WarmRunRequest }`

@@ -10,7 +10,7 @@
  * them to workers it forked early. A warm worker exits after FORGE_WARM_WORKER_IDLE seconds
  * unclaimed, after FORGE_WARM_WORKER_RUNS runs, on `forge stack down` (`stopWarmWorkers`), on a new
  * build (`buildFiles`), and when it runs other code than the run that claims it (another Node, other
- * NODE_OPTIONS: `workerBuildStamp`).
+ * NODE_OPTIONS or CA certificates: `workerBuildStamp`).
  *
  * The protocol is one JSON object per line. The worker says `{ warmWorker: { pid, build } }` to
  * whoever connects; the claimer answers `{ forgeWorkerSettings, cwd }` (or `{ forgeWorkerStop }`);
@@ -69,7 +69,15 @@ export function workerBuildStamp(): string {
   return buildStampOf(distEntry('workers/worker-process.js'))
 }
 
-/** This process's Node, its flags and NODE_OPTIONS, and when `builtFile` was written (0: not built, so nothing can start either). */
+/**
+ * The environment Node (its OpenSSL, its module loader, libuv) reads once, as a process starts: a warm
+ * process that takes a claimer's environment later still runs with what it started with — the CA
+ * certificates it trusts above all (NODE_EXTRA_CA_CERTS, which the Helm chart sets for a fleet's own
+ * CA), so a claimer whose values differ starts its own process.
+ */
+export const START_ENV: readonly string[] = ['NODE_OPTIONS', 'NODE_EXTRA_CA_CERTS', 'NODE_ICU_DATA', 'NODE_PATH', 'NODE_PRESERVE_SYMLINKS', 'OPENSSL_CONF', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'UV_THREADPOOL_SIZE']
+
+/** This process's Node, its flags and START_ENV, and when `builtFile` was written (0: not built, so nothing can start either). */
 export function buildStampOf(builtFile: string): string {
   let built = 0
   try {
@@ -77,7 +85,7 @@ export function buildStampOf(builtFile: string): string {
   } catch {
     // not built
   }
-  return JSON.stringify([process.version, process.execPath, process.execArgv, process.env['NODE_OPTIONS'] ?? '', built])
+  return JSON.stringify([process.version, process.execPath, process.execArgv, START_ENV.map((name) => process.env[name] ?? ''), built])
 }
 
 /** Reads a socket's lines as JSON objects; a line that is not an object ends the connection. */

@@ -5,7 +5,7 @@
  * a refused run exits as it would have in its own process; Ctrl-C reaches the run through it and
  * cancels it; a client killed mid-run takes it down, and a warm CLI killed mid-run leaves its client
  * exiting 1 with a message (`forge runs resume` finishes either run); a
- * client on another Node flag set, FORGE_WARM_CLI=0, a stale socket file or a silent impostor leave
+ * client on another Node flag set or other CA certificates, FORGE_WARM_CLI=0, a stale socket file or a silent impostor leave
  * the run to the process itself; `stack down` stops it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
@@ -13,6 +13,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { rootCertificates } from 'node:tls'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { stackDown, stackStatus } from '../../stack/local-stack.js'
@@ -218,6 +219,23 @@ describe('the warm CLI', () => {
     } finally {
       await reader.close()
     }
+  })
+
+  it('is not used by a client that trusts other CA certificates (NODE_EXTRA_CA_CERTS, which Node reads once as it starts): it stops, and the client runs the command itself', async () => {
+    const ca = join(stack.home, 'extra-ca.pem')
+    writeFileSync(ca, rootCertificates[0]!)
+    // the same environment is served (so what stops the next one is the certificates alone)
+    const served = await warmCli()
+    const same = forge(runArgs('wc-ca-same'), env)
+    expect(same.status, same.stderr).toBe(0)
+    expect(log()).toContain(`warm CLI ${served}: running`)
+    const next = await warmCli()
+    expect(next).not.toBe(served)
+    const other = forge(runArgs('wc-ca-other'), { ...env, NODE_EXTRA_CA_CERTS: ca })
+    expect(other.status, other.stderr).toBe(0)
+    expect(JSON.parse(other.stdout)).toMatchObject({ attempts: 10, status: 'completed' })
+    expect(await until(() => !alive(next))).toBe(true)
+    expect(log()).not.toContain(`warm CLI ${next}: running`)
   })
 
   it('is not used by a client on other Node flags, with FORGE_WARM_CLI=0, through a stale socket file or a silent impostor; stack down stops it', async () => {
