@@ -15,9 +15,10 @@
  * it (the mock adapter and the smoke suite's tools): no agent code, so the process stays untainted.
  */
 import { randomBytes } from 'node:crypto'
-import { jetstream, type JetStreamClient } from '@nats-io/jetstream'
+import type { JetStreamClient } from '@nats-io/jetstream'
 import { resolveConfig } from '../config/index.js'
 import { createLogger } from '../engine/logger.js'
+import { publishingJetStream } from '../store/jetstream-publish.js'
 import { connectBus, resultsKey, signResultsWith, subjects, warmupSubjectOf, WARMUP_STREAM, type NatsConnection } from '../store/bus.js'
 import { attemptsRunInThisProcess } from '../workers/activities.js'
 import { runEngineLoop } from './engine-loop.js'
@@ -111,7 +112,8 @@ async function connectWarmupBus(natsUrl: string): Promise<{ nc: NatsConnection; 
   let nc: NatsConnection | undefined
   try {
     nc = await connectBus(natsUrl, `forge-warmup-${process.pid}`, 'worker')
-    const js = jetstream(nc)
+    // the client a worker's activities publish with (workers/worker-main.ts), so the warm-up compiles its code
+    const js = publishingJetStream(nc)
     await js.publish(warmupSubjectOf(subjects.run), new Uint8Array(), { timeout: PROBE_TIMEOUT_MS })
     return { nc, js }
   } catch (error) {

@@ -160,3 +160,10 @@ export function fixed(value: number): string {
 export function mib(kib: number): string {
   return `${(kib / 1024).toFixed(0)} MiB`
 }
+
+/** One line on what starting Node costs here (bench/proc.ts nodeStart), for the peers' table. */
+export function describeNodeStart(start: { ms: number; extra_ca?: { file: string; without_ms: number } }): string {
+  const base = `a Node process starts and exits here in ${fixed(start.ms)} ms`
+  if (start.extra_ca === undefined) return base
+  return `${base} (${fixed(start.ms - start.extra_ca.without_ms)} ms of it parsing NODE_EXTRA_CA_CERTS=${start.extra_ca.file}, which Node reads before any JavaScript; ${fixed(start.extra_ca.without_ms)} ms without it): forge run's client and promptfoo's process each pay it once, Inspect AI (Python) not; left as it is`
+}

@@ -2,8 +2,9 @@
  * Reading processes from /proc for the benches: resident memory and CPU seconds, and a sampler that
  * keeps a series per named process (RSS start / peak / end, CPU used between two marks).
  */
+import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { summarizeSeries, type SeriesSummary } from './measure.js'
+import { median, summarizeSeries, type SeriesSummary } from './measure.js'
 
 /** a process's resident set (VmRSS) or its high-water mark (VmHWM) in KiB; 0 once it is gone */
 export function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
@@ -115,4 +116,34 @@ export class ProcessSampler {
   names(): string[] {
     return [...this.pids.keys()]
   }
+}
+
+/** How long a bare Node process takes here, from spawn to exit (medians of `tries` starts). */
+export interface NodeStart {
+  ms: number
+  /** NODE_EXTRA_CA_CERTS as set here, and the same start without it: Node 20 parses that bundle before any JavaScript runs */
+  extra_ca?: { file: string; without_ms: number }
+}
+
+/**
+ * Times `node -e 0` with this environment and, when NODE_EXTRA_CA_CERTS is set, without it: what
+ * the machine adds to every Node process's start (`forge run`'s client, promptfoo's process), told
+ * beside the peers' figures, never changed for them.
+ */
+export function nodeStart(tries = 5, env: NodeJS.ProcessEnv = process.env): NodeStart {
+  const timed = (startEnv: NodeJS.ProcessEnv): number => {
+    const times: number[] = []
+    for (let i = 0; i < tries; i++) {
+      const started = performance.now()
+      spawnSync(process.execPath, ['-e', '0'], { env: startEnv, stdio: 'ignore' })
+      times.push(performance.now() - started)
+    }
+    return median(times)
+  }
+  const ms = timed(env)
+  const file = env['NODE_EXTRA_CA_CERTS']
+  if (file === undefined || file === '') return { ms }
+  const without = { ...env }
+  delete without['NODE_EXTRA_CA_CERTS']
+  return { ms, extra_ca: { file, without_ms: timed(without) } }
 }

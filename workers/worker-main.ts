@@ -5,11 +5,12 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { jetstream, type JetStreamClient } from '@nats-io/jetstream'
+import type { JetStreamClient } from '@nats-io/jetstream'
 import { connectBus, encodeJson, resultsKey, type NatsConnection } from '../store/bus.js'
 import { otlpReportSubject } from '../core/otlp.js'
 import { createOtlpExporter } from './otlp-exporter.js'
 import { busReader } from '../store/bus-reader.js'
+import { publishingJetStream } from '../store/jetstream-publish.js'
 import { directReader, openClickHouse } from '../store/clickhouse.js'
 import { createActivities } from './activities.js'
 import { LaneSlots, laneSlotSupplier } from './lane-slots.js'
@@ -204,16 +205,18 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
     backlog: { service: connection.workflowService, namespace: opts.namespace, taskQueues: [...(opts.attempts === false ? [] : [opts.taskQueue]), ...(judgeOptions ? [judgeOptions.taskQueue] : [])] },
   })
   const shutdownGraceTime = opts.shutdownGraceMs ?? '5s'
+  // one JetStream client for every activity of this process: its publishes share one inbox for their acknowledgements
+  const resultsJs = publishingJetStream(nc)
   const worker = opts.attempts === false ? undefined : await Worker.create({
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     identity: workerId,
     activities: {
-      ...createActivities({ nc, js: jetstream(nc), workerId, logger, attemptSlots: opts.concurrency, ...(otlp !== undefined ? { otlp } : {}) }),
+      ...createActivities({ nc, js: resultsJs, workerId, logger, attemptSlots: opts.concurrency, ...(otlp !== undefined ? { otlp } : {}) }),
       // the completeness check at the end of a run reads the store the way every other reader does
-      ...createReconcileActivities({ nc, js: jetstream(nc), reader, logger }),
-      ...opts.extraActivities?.({ nc, js: jetstream(nc) }),
+      ...createReconcileActivities({ nc, js: resultsJs, reader, logger }),
+      ...opts.extraActivities?.({ nc, js: resultsJs }),
     },
     interceptors: { activity: [telemetry.interceptor] },
     ...activitySlotOptions(opts.concurrency, opts.attemptLanes ?? 1),
@@ -232,7 +235,7 @@ export async function runWorker(opts: WorkerOptions): Promise<PreparedWorkflows 
           namespace: opts.namespace,
           taskQueue: judgeOptions.taskQueue,
           identity: `${workerId}-judge`,
-          activities: createJudgeActivities({ nc, js: jetstream(nc), reader, logger: logger.child({ role: 'judge' }) }),
+          activities: createJudgeActivities({ nc, js: resultsJs, reader, logger: logger.child({ role: 'judge' }) }),
           maxConcurrentActivityTaskExecutions: judgeOptions.concurrency,
           // the server spreads this over every worker of the judge queue: a fleet-wide rate
           ...(judgeOptions.activitiesPerSecond > 0 ? { maxTaskQueueActivitiesPerSecond: judgeOptions.activitiesPerSecond } : {}),

@@ -24,7 +24,8 @@ import { loadSuite } from '../../engine/suite-loader.js'
 import { stackDown } from '../../stack/local-stack.js'
 import { packageRoot } from '../../stack/paths.js'
 import { inProcessEngineLoop, type InProcessReport } from '../in-process.js'
-import { describeTarget, fixed, formatTable, mean, middleOf, perSecond, ratioTarget } from '../measure.js'
+import { describeNodeStart, describeTarget, fixed, formatTable, mean, middleOf, perSecond, ratioTarget } from '../measure.js'
+import { nodeStart } from '../proc.js'
 import { benchConfig, untilStackIdle } from '../throughput-bench.js'
 import { peerWorkload, promptfooConfig, promptfooDuration, type PeerWorkload } from './workload.js'
 
@@ -221,6 +222,7 @@ async function main(): Promise<void> {
   const engineInput = { suite: 'smoke', adapter: 'mock', adapter_config: { skill: 1 }, attempts, workers: 1, concurrency, seed: 'peers' }
   try {
     console.log(`peers: smoke × ${attempts} = ${total} attempts, concurrency ${concurrency}, ${rounds} round(s); logs under ${logs}`)
+    console.log(`  ${describeNodeStart(nodeStart())}`)
     // warm: the CLI brings the stack up and leaves it up; the in-process loop loads the suite and JITs
     must(await run([process.execPath, join(packageRoot(), 'bin', 'run.js'), 'run', '--suite', 'smoke', '--adapter', 'mock', '--attempts', '2', '--seed', 'warm', '--json'], { env: { ...process.env, FORGE_HOME: home, FORGE_TEMPORAL_ADDRESS: '', FORGE_NATS_URL: '', FORGE_CLICKHOUSE_URL: '' }, cwd: packageRoot(), log: join(logs, 'forge-warm.log') }), 'forge run (warm-up)', join(logs, 'forge-warm.log'))
     await inProcessEngineLoop(config, { ...engineInput, attempts: 20, seed: 'warm' })

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import {
   atLeast,
   cpuBound,
+  describeNodeStart,
   doublings,
   fixed,
   formatTable,
@@ -18,6 +19,7 @@ import {
 import { describeCpuBound, describeEngineVsRun, type EngineRunPair } from '../../bench/throughput-bench.js'
 import type { InProcessReport } from '../../bench/in-process.js'
 import { describeForgeRun, type ForgeRunMeasurement } from '../../bench/forge-run.js'
+import { nodeStart } from '../../bench/proc.js'
 import { threadCpuSeconds } from '../../bench/proc.js'
 import { readFileSync } from 'node:fs'
 import type { RunReport } from '../../app/run.js'
@@ -188,5 +190,26 @@ describe('formatting', () => {
       ),
     ).toBe(['harness    attempts/s', '---------  ----------', 'forge run         512', 'inspect          12.3'].join('\n'))
     expect([fixed(1234.5), fixed(56.78), fixed(1.234), fixed(0.01234), fixed(Number.NaN)]).toEqual(['1235', '56.8', '1.23', '0.0123', 'NaN'])
+  })
+})
+
+describe("Node's start here", () => {
+  it('is told with what NODE_EXTRA_CA_CERTS costs of it when that is set, and alone when not', () => {
+    expect(describeNodeStart({ ms: 82 })).toBe('a Node process starts and exits here in 82.0 ms')
+    const told = describeNodeStart({ ms: 83, extra_ca: { file: '/etc/ssl/certs/ca-certificates.crt', without_ms: 27 } })
+    expect(told).toMatch(/^a Node process starts and exits here in 83\.0 ms \(56\.0 ms of it parsing NODE_EXTRA_CA_CERTS=\/etc\/ssl\/certs\/ca-certificates\.crt, which Node reads before any JavaScript; 27\.0 ms without it\)/)
+    expect(told).toContain("forge run's client and promptfoo's process each pay it once")
+  })
+
+  it('is timed with the environment as it is, and without NODE_EXTRA_CA_CERTS only when it is set', () => {
+    const env = { ...process.env }
+    delete env['NODE_EXTRA_CA_CERTS']
+    const plain = nodeStart(2, env)
+    expect(plain.ms).toBeGreaterThan(0)
+    expect(plain.extra_ca).toBeUndefined()
+    const withCa = nodeStart(2, { ...env, NODE_EXTRA_CA_CERTS: '/no/such/bundle.pem' })
+    expect(withCa.ms).toBeGreaterThan(0)
+    expect(withCa.extra_ca?.file).toBe('/no/such/bundle.pem')
+    expect(withCa.extra_ca!.without_ms).toBeGreaterThan(0)
   })
 })
