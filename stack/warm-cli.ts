@@ -7,7 +7,8 @@
  * process would — its arguments, environment and working directory, its terminal's width — sends its
  * output and exit code back, leaves the next warm CLI and exits. Anything else (no warm CLI, one of
  * another build, Node, NODE_OPTIONS or CA certificates — START_ENV —, a socket path too long) and
- * `forge run` starts as it always did. It exits after FORGE_WARM_WORKER_IDLE seconds unclaimed and on `forge stack down`.
+ * `forge run` starts as it always did. It exits after FORGE_WARM_WORKER_IDLE seconds unclaimed and on
+ * `forge stack down`.
  *
  * The protocol is one JSON object per line. The warm CLI says `{ warmCli: { pid, build } }` to
  * whoever connects, and takes no other connection. The client answers `{ forgeRun: WarmRunRequest }`
