@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import { runSuite, type RunConfigInput } from '../app/run.js'
 import { readSetting, resolveConfig, type ForgeConfig } from '../config/index.js'
 import { stackDown, stackUp } from '../stack/local-stack.js'
+import { warmCliPid } from '../stack/warm-cli.js'
 import { stopWarmWorkers, waitForWarmWorkers, warmWorkers } from '../stack/warm-workers.js'
 import { describeForgeRun, measureForgeRun, stackSampler, type ForgeRunMeasurement } from './forge-run.js'
 import { inProcessEngineLoop, type InProcessReport } from './in-process.js'
@@ -64,13 +65,15 @@ async function settleWarmWorkers(config: ForgeConfig, workers: number): Promise<
 }
 
 /**
- * Waits until the stack's processes and warm workers together use under `share` of one core over a
- * `windowMs` window (the ingester's merges after a run, a warm worker loading), for at most `timeoutMs`;
- * false when they never went quiet (the measurement then starts anyway, and the bench says so).
+ * Waits until the stack's processes, warm workers and the warm CLI together use under `share` of one
+ * core over a `windowMs` window (the ingester's merges after a run, a warm worker or the next warm CLI
+ * loading), for at most `timeoutMs`; false when they never went quiet (the measurement then starts
+ * anyway, and the bench says so). Whatever is measured next — Forge or a peer — gets the machine alone.
  */
 export async function untilStackIdle(config: ForgeConfig, share = 0.1, windowMs = 500, timeoutMs = 15_000): Promise<boolean> {
   const sampler = stackSampler(config, { withThisProcess: false })
   for (const warm of warmWorkers(config.home)) sampler.watch(`worker ${warm.slot}`, warm.pid)
+  sampler.watch('warm CLI', warmCliPid(config.home))
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     sampler.markCpu()

@@ -249,8 +249,12 @@ async function main(): Promise<void> {
         forgeOwnProcess = (await forgeCli(config, workload, 'peers-own-process', logs, false)).measured
         console.log(`  forge run (FORGE_WARM_CLI=0): ${fixed(processRate(forgeOwnProcess))} attempts/s (process)`)
       }
+      // a peer starts once what forge run left running has settled (the ingester's merges, the next warm
+      // CLI loading, a warm worker listening again): it must not pay for Forge's work on the same cores
+      await idle(`promptfoo${of}`)
       const pf = await promptfoo(scratch, runDir, workload, logs, round)
       console.log(`  promptfoo${of}: ${fixed(processRate(pf))} attempts/s (process)`)
+      await idle(`Inspect AI${of}`)
       const inspect = await inspectAi(scratch, runDir, logs, round)
       console.log(`  Inspect AI${of}: ${fixed(processRate(inspect))} attempts/s (process)`)
       if (rounds > 1) console.log(`  round ${round}: forge run ${fixed(processRate(forge) / processRate(pf))}× promptfoo, ${fixed(processRate(forge) / processRate(inspect))}× Inspect AI`)
