@@ -26,6 +26,7 @@ import { EventEmitter } from 'node:events'
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { basename, dirname, join, resolve } from 'node:path'
+import { serverNodeFlags, withoutServerFlags } from './node-flags.js'
 import { distEntry } from './paths.js'
 
 /** the argument that makes a worker process wait for a run on a socket (workers/worker-process.ts) */
@@ -77,7 +78,11 @@ export function workerBuildStamp(): string {
  */
 export const START_ENV: readonly string[] = ['NODE_OPTIONS', 'NODE_EXTRA_CA_CERTS', 'NODE_ICU_DATA', 'NODE_PATH', 'NODE_PRESERVE_SYMLINKS', 'OPENSSL_CONF', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'UV_THREADPOOL_SIZE']
 
-/** This process's Node, its flags and START_ENV, and when `builtFile` was written (0: not built, so nothing can start either). */
+/**
+ * This process's Node, its flags and START_ENV, and when `builtFile` was written (0: not built, so nothing
+ * can start either). The flags a worker is started with on top of its claimer's (stack/node-flags.ts) are
+ * not part of it: a claimer and the warm worker it started compare equal.
+ */
 export function buildStampOf(builtFile: string): string {
   let built = 0
   try {
@@ -85,7 +90,7 @@ export function buildStampOf(builtFile: string): string {
   } catch {
     // not built
   }
-  return JSON.stringify([process.version, process.execPath, process.execArgv, START_ENV.map((name) => process.env[name] ?? ''), built])
+  return JSON.stringify([process.version, process.execPath, withoutServerFlags(process.execArgv), START_ENV.map((name) => process.env[name] ?? ''), built])
 }
 
 /** Reads a socket's lines as JSON objects; a line that is not an object ends the connection. */
@@ -299,7 +304,7 @@ export function leaveWarmWorkers(home: string, count: number, env: NodeJS.Proces
     if (existsSync(path) || isWarmWorker(pidIn(warmPidPath(path)), path)) continue
     const fd = openSync(join(logDir, `worker-${slot}.log`), 'a')
     try {
-      const child = spawn(process.execPath, [...process.execArgv, entry, WARM_SOCKET_ARG, path], { detached: true, stdio: ['ignore', fd, fd], env })
+      const child = spawn(process.execPath, [...process.execArgv, ...serverNodeFlags(process.execArgv, env), entry, WARM_SOCKET_ARG, path], { detached: true, stdio: ['ignore', fd, fd], env })
       // a process that could not start is only a slot without a warm worker
       child.on('error', () => undefined)
       child.unref()

@@ -4,7 +4,7 @@
  * started as independent servers, the ingester on chDB.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Client, Connection } from '@temporalio/client'
@@ -14,6 +14,7 @@ import { resolveConfig } from '../../config/index.js'
 import { connectBus, type NatsConnection } from '../../store/bus.js'
 import { busReader } from '../../store/bus-reader.js'
 import { freePorts } from '../../stack/local-stack.js'
+import { SERVER_NODE_FLAGS } from '../../stack/node-flags.js'
 import type { RunWorkflow } from '../../workflows/run.js'
 import {
   ENTRYPOINT,
@@ -134,6 +135,20 @@ describe('deploy/entrypoint.sh', () => {
     expect(metricValue(metrics, 'forge_ingested_attempts_total')).toBeGreaterThanOrEqual(6)
     expect(metricValue(metrics, 'forge_ingest_lag_seconds')).toBe(0)
     expect(metricValue(metrics, 'forge_up', '{role="ingester"}')).toBe(1)
+  })
+
+  it("starts the ingester and workers with Forge's V8 flags, unless NODE_OPTIONS names them (then they are the user's)", async () => {
+    const argvOf = (proc: Proc): string[] => readFileSync(`/proc/${proc.child.pid}/cmdline`, 'utf8').split('\0')
+    expect(argvOf(ingester)).toEqual(expect.arrayContaining([...SERVER_NODE_FLAGS, 'ingester']))
+    const [port = 0, ownPort = 0] = await freePorts(2)
+    const worker = startRole('worker-flags', 'worker', ['--concurrency', '1'], chartEnv('wf', { FORGE_HEALTH_PORT: String(port), FORGE_WORKER_ID: 'flags' }), dir)
+    const own = startRole('worker-own-flags', 'judge', [], chartEnv('wo', { FORGE_HEALTH_PORT: String(ownPort), FORGE_WORKER_ID: 'own-flags', NODE_OPTIONS: '--max-semi-space-size=16' }), dir)
+    procs.push(worker, own)
+    await Promise.all([ready(port), ready(ownPort)])
+    expect(argvOf(worker)).toEqual(expect.arrayContaining([...SERVER_NODE_FLAGS, 'worker', '--concurrency', '1']))
+    expect(argvOf(own).some((arg) => arg.includes('semi-space'))).toBe(false)
+    expect(argvOf(own)).toEqual(expect.arrayContaining(['worker', '--role', 'judge']))
+    await Promise.all([stopProc(worker), stopProc(own)])
   })
 
   it('refuses to start a role without its servers, naming the missing setting', () => {

@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { SERVER_NODE_FLAGS } from '../../stack/node-flags.js'
 import { buildStampOf, START_ENV } from '../../stack/warm-workers.js'
 
 const saved = new Map(START_ENV.map((name) => [name, process.env[name]]))
@@ -41,6 +42,19 @@ describe('buildStampOf', () => {
     } finally {
       delete process.env['FORGE_STAMP_TEST']
       process.env['PATH'] = path
+    }
+  })
+
+  it("is the same with Forge's server flags on top of a claimer's (a worker it started) and differs with any other flag", () => {
+    const before = buildStampOf(builtFile)
+    const argv = [...process.execArgv]
+    try {
+      process.execArgv.push(...SERVER_NODE_FLAGS)
+      expect(buildStampOf(builtFile)).toBe(before)
+      process.execArgv.push('--max-old-space-size=512')
+      expect(buildStampOf(builtFile)).not.toBe(before)
+    } finally {
+      process.execArgv.splice(0, process.execArgv.length, ...argv)
     }
   })
 })
