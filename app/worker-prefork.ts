@@ -10,7 +10,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { serverNodeFlags } from '../stack/node-flags.js'
+import { nodeFlagsFor } from '../stack/node-flags.js'
 import { distEntry } from '../stack/paths.js'
 import { claimWarmWorker, claimWarmWorkers, WARM_LOADING_WAIT_MS, WARM_SLOT_ARG, WarmWorker, warmSocketOfLog, warmWorkerLoading } from '../stack/warm-workers.js'
 
@@ -44,7 +44,7 @@ export function forkWorkerProcess(logFile: string, env: NodeJS.ProcessEnv, await
   const warmSocket = warmSocketOfLog(logFile)
   const args = [...(awaitSettings ? [AWAIT_SETTINGS_ARG] : []), ...(warmSocket !== undefined ? [WARM_SLOT_ARG, warmSocket] : [])]
   try {
-    return fork(distEntry('workers/worker-process.js'), args, { stdio: ['ignore', fd, fd, 'ipc'], detached: true, env, execArgv: [...process.execArgv, ...serverNodeFlags(process.execArgv, env)] })
+    return fork(distEntry('workers/worker-process.js'), args, { stdio: ['ignore', fd, fd, 'ipc'], detached: true, env, execArgv: [...process.execArgv, ...nodeFlagsFor('worker', process.execArgv, env)] })
   } finally {
     closeSync(fd)
   }

@@ -56,13 +56,18 @@ case "$role" in
     export FORGE_HEALTH_PORT
     mkdir -p "$FORGE_HOME"
     printf '%s\n' "$role" >"$role_file"
-    # the V8 flags of Forge's busy processes (stack/node-flags.ts SERVER_NODE_FLAGS), unless NODE_OPTIONS names them: then they are the user's
-    v8_flags=--max-semi-space-size=64
+    # the V8 flags of Forge's busy processes, by role (stack/node-flags.ts NODE_FLAGS; a judge worker gets none),
+    # unless NODE_OPTIONS names them: then they are the user's
+    case "$role" in
+      worker) v8_flags=--max-semi-space-size=64 ;;
+      ingester) v8_flags=--max-semi-space-size=32 ;;
+      *) v8_flags= ;;
+    esac
     case " ${NODE_OPTIONS:-} " in *" --max-semi-space-size"* | *" --max_semi_space_size"*) v8_flags= ;; esac
     # shellcheck disable=SC2086 # no flag or one, without spaces
     case "$role" in
       worker) exec "$node" $v8_flags "$root/bin/run.js" worker "$@" ;;
-      judge) exec "$node" $v8_flags "$root/bin/run.js" worker --role judge "$@" ;;
+      judge) exec "$node" "$root/bin/run.js" worker --role judge "$@" ;;
       ingester) exec "$node" $v8_flags "$root/bin/run.js" ingester "$@" ;;
     esac
     ;;

@@ -15,7 +15,7 @@ import { findBinary } from './binaries.js'
 import { settingsEnv, type ForgeConfig } from '../config/index.js'
 import { StackStartError } from './errors.js'
 import { temporalHttpClient } from './temporal-http.js'
-import { serverNodeFlags } from './node-flags.js'
+import { nodeFlagsFor } from './node-flags.js'
 import { distEntry } from './paths.js'
 import { stopWarmWorkers, warmWorkers } from './warm-workers.js'
 import { stopWarmCli, warmCliPid, warmCliSocketPath } from './warm-cli.js'
@@ -446,7 +446,7 @@ async function startIngester(config: ForgeConfig, natsUrl: string): Promise<Proc
   if (!existsSync(entry)) throw new StackStartError(`the ingester is not built (${entry} is missing): run npm run build`)
   const log = join(config.home, 'logs', 'ingester.log')
   const env: NodeJS.ProcessEnv = { ...process.env, ...settingsEnv({ natsUrl, storePath: config.storePath, clickhouseUrl: config.clickhouseUrl, resultsKeep: config.resultsKeepSeconds }), ...busAccessEnv(natsUrl, 'ingester') }
-  const pid = spawnDetached(process.execPath, [...serverNodeFlags([], env), entry], log, env)
+  const pid = spawnDetached(process.execPath, [...nodeFlagsFor('ingester', [], env), entry], log, env)
   const { waitForIngester } = await import('./ingester-probe.js')
   await waitForIngester(natsUrl, 30_000, () => isAlive({ pid, marker: 'ingester-main', log }), log)
   return { pid, marker: 'ingester-main', log }

@@ -1,21 +1,28 @@
 /**
- * The V8 flags Forge starts its busy processes with: attempt workers (forked, warm, or a fleet's
- * `entrypoint.sh worker|judge`) and the ingester (the local stack's, or `entrypoint.sh ingester`).
+ * The V8 flags Forge starts its busy processes with, by role: attempt workers (forked, warm, or a
+ * fleet's `entrypoint.sh worker`) and the ingester (the local stack's, or `entrypoint.sh ingester`).
+ * A judge worker (`entrypoint.sh judge`) waits on a rate-limited model and gets none.
  *
- * `--max-semi-space-size=64` (MiB; Node 20's default lets the young generation grow to 16 MiB a semi-space):
+ * A larger young generation (`--max-semi-space-size`, MiB; Node 20 grows a semi-space to 16 at most):
  * both processes allocate fast and briefly — an attempt's messages, Temporal payloads, a batch's rows —
- * and with the default young generation a 1,000-attempt run's objects that were still alive at a
- * scavenge were copied and promoted to the old generation, to be collected again there. With room for
- * a busy moment's garbage, runs on fresh stacks, interleaved, three ways (issue 15): worker CPU per 1,000
- * attempts 1,470 → 1,180 ms, ingester 1,230 → 1,135 ms, run wall 1,836 → 1,651 ms median (32 MiB: about
- * half of that). The young generation only grows that far under such load: a waiting worker stays small.
- * The in-process engine loop (one process, no Temporal payloads) gains nothing measurable from it.
+ * and with the default one what was still alive at each scavenge was copied, promoted and collected
+ * again in the old generation. Fresh stacks, interleaved (issue 15): 64 MiB for the worker took its CPU
+ * per 1,000 attempts 1,470 → 1,180 ms (32 MiB: 1,350); the ingester gained as much from 32 as from 64
+ * (1,230 → 1,100 / 1,135 ms) and holds ~50 MiB less with it. The builds before and after, 8 interleaved
+ * pairs of warm 1,000-attempt runs: quicker in 7, median −139 ms. The young generation grows that far
+ * only under such load: a waiting worker stays small. The in-process engine loop (one process, no
+ * Temporal payloads, no batches) gains nothing measurable from it.
  *
- * A flag the process is already given — on its command line or in NODE_OPTIONS — is the user's, and
+ * A flag the process is given already — on its command line or in NODE_OPTIONS — is the user's, and
  * wins: Forge adds only the ones not named there.
  */
 
-export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=64']
+export const NODE_FLAGS = {
+  worker: ['--max-semi-space-size=64'],
+  ingester: ['--max-semi-space-size=32'],
+} as const satisfies Record<string, readonly string[]>
+
+export type FlaggedRole = keyof typeof NODE_FLAGS
 
 /** The name of a flag (`--max-semi-space-size=64` → `--max-semi-space-size`), underscores read as dashes, as V8 does. */
 function flagName(flag: string): string {
@@ -23,15 +30,16 @@ function flagName(flag: string): string {
 }
 
 /**
- * SERVER_NODE_FLAGS a process started with `execArgv` and the environment `env` needs added: those
- * whose name neither `execArgv` nor `env.NODE_OPTIONS` gives already.
+ * The NODE_FLAGS of `role` a process started with `execArgv` and the environment `env` needs added:
+ * those whose name neither `execArgv` nor `env.NODE_OPTIONS` gives already.
  */
-export function serverNodeFlags(execArgv: readonly string[] = process.execArgv, env: NodeJS.ProcessEnv = process.env): string[] {
+export function nodeFlagsFor(role: FlaggedRole, execArgv: readonly string[] = process.execArgv, env: NodeJS.ProcessEnv = process.env): string[] {
   const given = new Set([...execArgv, ...(env['NODE_OPTIONS'] ?? '').split(/\s+/)].filter((arg) => arg.startsWith('--')).map(flagName))
-  return SERVER_NODE_FLAGS.filter((flag) => !given.has(flagName(flag)))
+  return NODE_FLAGS[role].filter((flag) => !given.has(flagName(flag)))
 }
 
-/** `execArgv` without SERVER_NODE_FLAGS: what a claimer and the warm process it claims compare (stack/warm-workers.ts buildStampOf). */
-export function withoutServerFlags(execArgv: readonly string[]): string[] {
-  return execArgv.filter((arg) => !SERVER_NODE_FLAGS.includes(arg))
+/** `execArgv` without the worker's NODE_FLAGS: what a claimer and the warm worker it started compare (stack/warm-workers.ts buildStampOf). */
+export function withoutWorkerFlags(execArgv: readonly string[]): string[] {
+  const added: readonly string[] = NODE_FLAGS.worker
+  return execArgv.filter((arg) => !added.includes(arg))
 }

@@ -26,7 +26,7 @@ import { EventEmitter } from 'node:events'
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { basename, dirname, join, resolve } from 'node:path'
-import { serverNodeFlags, withoutServerFlags } from './node-flags.js'
+import { nodeFlagsFor, withoutWorkerFlags } from './node-flags.js'
 import { distEntry } from './paths.js'
 
 /** the argument that makes a worker process wait for a run on a socket (workers/worker-process.ts) */
@@ -90,7 +90,7 @@ export function buildStampOf(builtFile: string): string {
   } catch {
     // not built
   }
-  return JSON.stringify([process.version, process.execPath, withoutServerFlags(process.execArgv), START_ENV.map((name) => process.env[name] ?? ''), built])
+  return JSON.stringify([process.version, process.execPath, withoutWorkerFlags(process.execArgv), START_ENV.map((name) => process.env[name] ?? ''), built])
 }
 
 /** Reads a socket's lines as JSON objects; a line that is not an object ends the connection. */
@@ -304,7 +304,7 @@ export function leaveWarmWorkers(home: string, count: number, env: NodeJS.Proces
     if (existsSync(path) || isWarmWorker(pidIn(warmPidPath(path)), path)) continue
     const fd = openSync(join(logDir, `worker-${slot}.log`), 'a')
     try {
-      const child = spawn(process.execPath, [...process.execArgv, ...serverNodeFlags(process.execArgv, env), entry, WARM_SOCKET_ARG, path], { detached: true, stdio: ['ignore', fd, fd], env })
+      const child = spawn(process.execPath, [...process.execArgv, ...nodeFlagsFor('worker', process.execArgv, env), entry, WARM_SOCKET_ARG, path], { detached: true, stdio: ['ignore', fd, fd], env })
       // a process that could not start is only a slot without a warm worker
       child.on('error', () => undefined)
       child.unref()

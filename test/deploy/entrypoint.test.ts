@@ -14,7 +14,7 @@ import { resolveConfig } from '../../config/index.js'
 import { connectBus, type NatsConnection } from '../../store/bus.js'
 import { busReader } from '../../store/bus-reader.js'
 import { freePorts } from '../../stack/local-stack.js'
-import { SERVER_NODE_FLAGS } from '../../stack/node-flags.js'
+import { NODE_FLAGS } from '../../stack/node-flags.js'
 import type { RunWorkflow } from '../../workflows/run.js'
 import {
   ENTRYPOINT,
@@ -137,18 +137,21 @@ describe('deploy/entrypoint.sh', () => {
     expect(metricValue(metrics, 'forge_up', '{role="ingester"}')).toBe(1)
   })
 
-  it("starts the ingester and workers with Forge's V8 flags, unless NODE_OPTIONS names them (then they are the user's)", async () => {
+  it("starts the ingester and a worker with their V8 flags, a judge worker with none, and leaves a flag NODE_OPTIONS names to the user", async () => {
     const argvOf = (proc: Proc): string[] => readFileSync(`/proc/${proc.child.pid}/cmdline`, 'utf8').split('\0')
-    expect(argvOf(ingester)).toEqual(expect.arrayContaining([...SERVER_NODE_FLAGS, 'ingester']))
-    const [port = 0, ownPort = 0] = await freePorts(2)
+    const semiSpace = (proc: Proc): string[] => argvOf(proc).filter((arg) => arg.includes('semi-space'))
+    expect(argvOf(ingester)).toEqual(expect.arrayContaining([...NODE_FLAGS.ingester, 'ingester']))
+    const [port = 0, ownPort = 0, judgePort = 0] = await freePorts(3)
     const worker = startRole('worker-flags', 'worker', ['--concurrency', '1'], chartEnv('wf', { FORGE_HEALTH_PORT: String(port), FORGE_WORKER_ID: 'flags' }), dir)
-    const own = startRole('worker-own-flags', 'judge', [], chartEnv('wo', { FORGE_HEALTH_PORT: String(ownPort), FORGE_WORKER_ID: 'own-flags', NODE_OPTIONS: '--max-semi-space-size=16' }), dir)
-    procs.push(worker, own)
-    await Promise.all([ready(port), ready(ownPort)])
-    expect(argvOf(worker)).toEqual(expect.arrayContaining([...SERVER_NODE_FLAGS, 'worker', '--concurrency', '1']))
-    expect(argvOf(own).some((arg) => arg.includes('semi-space'))).toBe(false)
-    expect(argvOf(own)).toEqual(expect.arrayContaining(['worker', '--role', 'judge']))
-    await Promise.all([stopProc(worker), stopProc(own)])
+    const own = startRole('worker-own-flags', 'worker', ['--concurrency', '1'], chartEnv('wo', { FORGE_HEALTH_PORT: String(ownPort), FORGE_WORKER_ID: 'own-flags', NODE_OPTIONS: '--max-semi-space-size=16' }), dir)
+    const judge = startRole('judge-flags', 'judge', [], chartEnv('jf', { FORGE_HEALTH_PORT: String(judgePort), FORGE_WORKER_ID: 'judge-flags' }), dir)
+    procs.push(worker, own, judge)
+    await Promise.all([ready(port), ready(ownPort), ready(judgePort)])
+    expect(argvOf(worker)).toEqual(expect.arrayContaining([...NODE_FLAGS.worker, 'worker', '--concurrency', '1']))
+    expect(semiSpace(own)).toEqual([])
+    expect(semiSpace(judge)).toEqual([])
+    expect(argvOf(judge)).toEqual(expect.arrayContaining(['worker', '--role', 'judge']))
+    await Promise.all([stopProc(worker), stopProc(own), stopProc(judge)])
   })
 
   it('refuses to start a role without its servers, naming the missing setting', () => {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSuite } from '../../app/run.js'
 import { discardPreforked, preforkWorkers } from '../../app/worker-prefork.js'
 import { readStackState } from '../../stack/local-stack.js'
-import { SERVER_NODE_FLAGS } from '../../stack/node-flags.js'
+import { NODE_FLAGS } from '../../stack/node-flags.js'
 import { packageRoot } from '../../stack/paths.js'
 import { forge, startTestStack, type TestStack } from '../helpers/stack.js'
 import { alive, gone } from '../helpers/processes.js'
@@ -50,9 +50,9 @@ describe('workers forked before the run is planned', () => {
   it("are the run's workers: the pool hands them their settings and the run completes on them", async () => {
     const [early] = preforkWorkers(1, join(stack.home, 'logs'))
     expect(early?.pid).toBeGreaterThan(0)
-    // started with Forge's V8 flags (stack/node-flags.ts), as the stack's ingester is
-    expect(argvOf(early!.pid!)).toEqual(expect.arrayContaining([...SERVER_NODE_FLAGS]))
-    expect(argvOf(readStackState(stack.home).ingester!.pid)).toEqual(expect.arrayContaining([...SERVER_NODE_FLAGS]))
+    // started with the worker's V8 flags (stack/node-flags.ts), as the stack's ingester with its own
+    expect(argvOf(early!.pid!)).toEqual(expect.arrayContaining([...NODE_FLAGS.worker]))
+    expect(argvOf(readStackState(stack.home).ingester!.pid)).toEqual(expect.arrayContaining([...NODE_FLAGS.ingester]))
     let pids: number[] = []
     const report = await runSuite(stack.config, { suite: 'smoke', adapter: 'mock', attempts: 2, workers: 1, concurrency: 5, seed: 'prefork' }, (event) => {
       if (event.kind === 'workers') pids = event.pids

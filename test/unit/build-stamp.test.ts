@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { SERVER_NODE_FLAGS } from '../../stack/node-flags.js'
+import { NODE_FLAGS } from '../../stack/node-flags.js'
 import { buildStampOf, START_ENV } from '../../stack/warm-workers.js'
 
 const saved = new Map(START_ENV.map((name) => [name, process.env[name]]))
@@ -45,11 +45,11 @@ describe('buildStampOf', () => {
     }
   })
 
-  it("is the same with Forge's server flags on top of a claimer's (a worker it started) and differs with any other flag", () => {
+  it("is the same with the worker's flags on top of a claimer's (a worker it started) and differs with any other flag", () => {
     const before = buildStampOf(builtFile)
     const argv = [...process.execArgv]
     try {
-      process.execArgv.push(...SERVER_NODE_FLAGS)
+      process.execArgv.push(...NODE_FLAGS.worker)
       expect(buildStampOf(builtFile)).toBe(before)
       process.execArgv.push('--max-old-space-size=512')
       expect(buildStampOf(builtFile)).not.toBe(before)

@@ -5,30 +5,33 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { SERVER_NODE_FLAGS, serverNodeFlags, withoutServerFlags } from '../../stack/node-flags.js'
+import { NODE_FLAGS, nodeFlagsFor, withoutWorkerFlags } from '../../stack/node-flags.js'
 import { packageRoot } from '../../stack/paths.js'
 
-describe('serverNodeFlags', () => {
-  it('adds a larger young generation to a process started without one', () => {
-    expect(SERVER_NODE_FLAGS).toEqual(['--max-semi-space-size=64'])
-    expect(serverNodeFlags([], {})).toEqual(['--max-semi-space-size=64'])
-    expect(serverNodeFlags(['--enable-source-maps'], { NODE_OPTIONS: '--max-old-space-size=4096' })).toEqual(['--max-semi-space-size=64'])
+describe('nodeFlagsFor', () => {
+  it('adds a larger young generation to a worker or an ingester started without one', () => {
+    expect(NODE_FLAGS).toEqual({ worker: ['--max-semi-space-size=64'], ingester: ['--max-semi-space-size=32'] })
+    expect(nodeFlagsFor('worker', [], {})).toEqual(['--max-semi-space-size=64'])
+    expect(nodeFlagsFor('ingester', ['--enable-source-maps'], { NODE_OPTIONS: '--max-old-space-size=4096' })).toEqual(['--max-semi-space-size=32'])
   })
 
   it("leaves a flag the user gives, on the command line or in NODE_OPTIONS, in either spelling, as the user's", () => {
-    expect(serverNodeFlags(['--max-semi-space-size=8'], {})).toEqual([])
-    expect(serverNodeFlags([], { NODE_OPTIONS: '--trace-gc --max_semi_space_size=8' })).toEqual([])
-    expect(serverNodeFlags([], { NODE_OPTIONS: '  --max-semi-space-size=128  ' })).toEqual([])
+    expect(nodeFlagsFor('worker', ['--max-semi-space-size=8'], {})).toEqual([])
+    expect(nodeFlagsFor('worker', [], { NODE_OPTIONS: '--trace-gc --max_semi_space_size=8' })).toEqual([])
+    expect(nodeFlagsFor('ingester', [], { NODE_OPTIONS: '  --max-semi-space-size=128  ' })).toEqual([])
   })
 
-  it("strips Forge's flags, and only those, from what a build stamp compares", () => {
-    expect(withoutServerFlags(['--enable-source-maps', '--max-semi-space-size=64'])).toEqual(['--enable-source-maps'])
-    expect(withoutServerFlags(['--max-semi-space-size=8'])).toEqual(['--max-semi-space-size=8'])
+  it("strips the worker's flags, and only those, from what a build stamp compares", () => {
+    expect(withoutWorkerFlags(['--enable-source-maps', '--max-semi-space-size=64'])).toEqual(['--enable-source-maps'])
+    expect(withoutWorkerFlags(['--max-semi-space-size=8'])).toEqual(['--max-semi-space-size=8'])
   })
 
-  it('are the flags the container entrypoint starts a worker, a judge worker and an ingester with', () => {
+  it('are the flags the container entrypoint starts a worker and an ingester with (a judge worker, none)', () => {
     const script = readFileSync(join(packageRoot(), 'deploy', 'entrypoint.sh'), 'utf8')
-    expect(script).toContain(`v8_flags=${SERVER_NODE_FLAGS.join(' ')}\n`)
-    for (const role of ['worker', 'judge', 'ingester']) expect(script).toMatch(new RegExp(`\\n\\s*${role}\\) exec "\\$node" \\$v8_flags "\\$root/bin/run.js" `))
+    for (const role of ['worker', 'ingester'] as const) {
+      expect(script).toContain(`      ${role}) v8_flags=${NODE_FLAGS[role].join(' ')} ;;\n`)
+      expect(script).toMatch(new RegExp(`\\n\\s*${role}\\) exec "\\$node" \\$v8_flags "\\$root/bin/run.js" ${role} "\\$@"`))
+    }
+    expect(script).toContain('judge) exec "$node" "$root/bin/run.js" worker --role judge "$@"')
   })
 })
