@@ -59,12 +59,12 @@ case "$role" in
     # the V8 flags of Forge's busy processes, by role (stack/node-flags.ts NODE_FLAGS; a judge worker gets none),
     # unless NODE_OPTIONS names them: then they are the user's
     case "$role" in
-      worker) v8_flags=--max-semi-space-size=64 ;;
+      worker) v8_flags='--max-semi-space-size=64 --min-semi-space-size=16' ;;
       ingester) v8_flags=--max-semi-space-size=32 ;;
       *) v8_flags= ;;
     esac
-    case " ${NODE_OPTIONS:-} " in *" --max-semi-space-size"* | *" --max_semi_space_size"*) v8_flags= ;; esac
-    # shellcheck disable=SC2086 # no flag or one, without spaces
+    case " ${NODE_OPTIONS:-} " in *semi-space-size* | *semi_space_size*) v8_flags= ;; esac
+    # shellcheck disable=SC2086 # flags without spaces of their own, split on purpose
     case "$role" in
       worker) exec "$node" $v8_flags "$root/bin/run.js" worker "$@" ;;
       judge) exec "$node" "$root/bin/run.js" worker --role judge "$@" ;;
